@@ -1,0 +1,310 @@
+package arena
+
+import (
+	"math/bits"
+	"unsafe"
+)
+
+// Arena is a chunked bump allocator with per-size-class free lists over
+// off-heap memory. The zero value is not usable; call Init.
+//
+// Blocks of up to maxClass (16 KiB) bytes are carved from bump chunks whose
+// size starts at 256 bytes and doubles up to 64 KiB, so an idle flow costs
+// little and a busy one takes few chunks. A freed block goes onto the free
+// list of its class, its link stored in the block itself; Alloc pops from
+// that list before bumping. Larger blocks get a dedicated chunk each, given
+// back to the source by Free.
+//
+// An Arena must be used by one goroutine at a time and must not be copied
+// after first use.
+type Arena struct {
+	free [numClasses]unsafe.Pointer // free-list heads; link in the block's first word
+
+	cur *chunk  // chunk being bumped; nil iff chunks is nil
+	off uintptr // next free byte of cur, as an offset from cur
+	lim uintptr // cur's size: bumping stops there
+
+	chunks *chunk // bump chunks, oldest first; cur is one of them
+	large  *large // dedicated chunks, doubly linked
+
+	acct     *Account
+	inUse    int64
+	reserved int64
+}
+
+// chunk heads a bump chunk. Its pointers point to off-heap memory only.
+type chunk struct {
+	next *chunk
+	size uintptr
+}
+
+// large heads a dedicated chunk; the block follows at largeHdr.
+type large struct {
+	next, prev *large
+	size       uintptr
+}
+
+// Header sizes, rounded up so that blocks stay align-aligned.
+const (
+	chunkHdr = (unsafe.Sizeof(chunk{}) + align - 1) &^ (align - 1)
+	largeHdr = (unsafe.Sizeof(large{}) + align - 1) &^ (align - 1)
+)
+
+// maxLarge bounds dedicated blocks so that size computations cannot overflow.
+const maxLarge = 1 << (bits.UintSize - 2)
+
+// Init prepares a for use and charges it to acct, which may be nil for no
+// accounting. a must be zero, released or abandoned: Init panics if a is
+// still charged to an account or holds memory, which would otherwise leak.
+func (a *Arena) Init(acct *Account) {
+	if a.acct != nil || a.reserved != 0 {
+		panic("arena: Init of an arena in use")
+	}
+	*a = Arena{acct: acct}
+	if acct != nil {
+		acct.Arenas++
+	}
+}
+
+// Alloc returns size bytes of zeroed memory aligned to 16 bytes. size must be
+// positive. The memory stays valid until it is freed or the arena is reset,
+// released or abandoned. Alloc never returns nil; it panics if the operating
+// system refuses memory.
+//
+// A block is counted in InUse at its class size: size rounded up to a
+// multiple of 16 up to 256 bytes, to a power of two up to 16 KiB, and above
+// that to its whole dedicated chunk, the power of two that holds size plus a
+// 32-byte header (so a block of exactly 32 KiB takes a 64 KiB chunk).
+func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
+	if size-1 >= maxClass { // also catches size == 0
+		return a.allocLarge(size)
+	}
+	c := classOf(size)
+	n := classSize[c]
+	p := a.free[c]
+	switch {
+	case p != nil:
+		a.free[c] = *(*unsafe.Pointer)(p)
+	case a.off+n <= a.lim:
+		p = unsafe.Add(unsafe.Pointer(a.cur), a.off)
+		a.off += n
+	default:
+		p = a.refill(n)
+	}
+	clear(unsafe.Slice((*byte)(p), n))
+	a.inUse += int64(n)
+	if a.acct != nil {
+		a.acct.InUse += int64(n)
+	}
+	return p
+}
+
+// Free gives back the block p, which Alloc(size) returned on a. Passing any
+// other size or pointer, or freeing twice, corrupts the arena. Blocks of a
+// class go onto the arena's free list of that class; dedicated blocks return
+// their chunk to the source.
+func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
+	if size-1 >= maxClass {
+		a.freeLarge(p)
+		return
+	}
+	c := classOf(size)
+	*(*unsafe.Pointer)(p) = a.free[c]
+	a.free[c] = p
+	n := int64(classSize[c])
+	a.inUse -= n
+	if a.acct != nil {
+		a.acct.InUse -= n
+	}
+}
+
+// refill makes a chunk with room for an n-byte block current and returns
+// that block. It moves to the next chunk kept by Reset if the block fits
+// there; otherwise it takes a new chunk, twice the size of the current one
+// (capped at maxChunk, but large enough for the block), and links it right
+// after the current one. The tail of the old chunk is left unused.
+func (a *Arena) refill(n uintptr) unsafe.Pointer {
+	need := chunkHdr + n
+	if a.cur != nil && a.cur.next != nil && a.cur.next.size >= need {
+		a.cur = a.cur.next
+	} else {
+		size := uintptr(firstChunk)
+		if a.cur != nil {
+			size = min(2*a.cur.size, maxChunk)
+		}
+		size = max(size, roundPow2(need))
+		c := (*chunk)(getChunk(size))
+		c.size = size
+		if a.cur == nil {
+			c.next = nil
+			a.chunks = c
+		} else {
+			c.next = a.cur.next
+			a.cur.next = c
+		}
+		a.cur = c
+		a.charge(int64(size))
+	}
+	a.off, a.lim = need, a.cur.size
+	return unsafe.Add(unsafe.Pointer(a.cur), chunkHdr)
+}
+
+// allocLarge allocates a block too large for a class on a dedicated chunk.
+func (a *Arena) allocLarge(size uintptr) unsafe.Pointer {
+	if size == 0 || size > maxLarge {
+		panic("arena: bad allocation size")
+	}
+	n := (size + align - 1) &^ (align - 1)
+	csize := roundPow2(largeHdr + n)
+	l := (*large)(getChunk(csize))
+	*l = large{next: a.large, size: csize}
+	if a.large != nil {
+		a.large.prev = l
+	}
+	a.large = l
+	a.charge(int64(csize))
+	a.inUse += int64(csize)
+	if a.acct != nil {
+		a.acct.InUse += int64(csize)
+	}
+	p := unsafe.Add(unsafe.Pointer(l), largeHdr)
+	clear(unsafe.Slice((*byte)(p), n))
+	return p
+}
+
+// freeLarge unlinks the dedicated chunk of block p and returns it to the source.
+func (a *Arena) freeLarge(p unsafe.Pointer) {
+	l := (*large)(unsafe.Add(p, -int(largeHdr)))
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else {
+		a.large = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	}
+	size := int64(l.size)
+	putChunk(unsafe.Pointer(l), l.size)
+	a.charge(-size)
+	a.inUse -= size
+	if a.acct != nil {
+		a.acct.InUse -= size
+	}
+}
+
+// charge adds delta bytes of chunks to a's reservation and its account's.
+func (a *Arena) charge(delta int64) {
+	a.reserved += delta
+	if a.acct != nil {
+		a.acct.Reserved += delta
+	}
+}
+
+// Reset frees every allocation of a at once. It keeps the oldest bump chunks
+// while their total stays within KeepBytes, so that a reused arena needs no
+// chunk for its first allocations, and returns every other chunk to the
+// source. InUse drops to zero and Reserved to the kept total; the arena stays
+// charged to its account.
+func (a *Arena) Reset() {
+	a.dropLarge()
+	a.free = [numClasses]unsafe.Pointer{}
+	var kept uintptr
+	var last *chunk
+	c := a.chunks
+	for c != nil && kept+c.size <= KeepBytes {
+		kept += c.size
+		last, c = c, c.next
+	}
+	if last == nil {
+		a.chunks = nil
+	} else {
+		last.next = nil
+	}
+	for c != nil {
+		next := c.next
+		a.charge(-int64(c.size))
+		putChunk(unsafe.Pointer(c), c.size)
+		c = next
+	}
+	a.cur, a.off, a.lim = a.chunks, 0, 0
+	if a.cur != nil {
+		a.off, a.lim = chunkHdr, a.cur.size
+	}
+	if a.acct != nil {
+		a.acct.InUse -= a.inUse
+	}
+	a.inUse = 0
+}
+
+// dropLarge returns every dedicated chunk to the source.
+func (a *Arena) dropLarge() {
+	for l := a.large; l != nil; {
+		next := l.next
+		a.charge(-int64(l.size))
+		a.inUse -= int64(l.size)
+		if a.acct != nil {
+			a.acct.InUse -= int64(l.size)
+		}
+		putChunk(unsafe.Pointer(l), l.size)
+		l = next
+	}
+	a.large = nil
+}
+
+// Release returns every chunk of a to the source and removes a from its
+// account. Afterwards a is zero again and may be Init-ed anew; releasing it
+// twice is harmless.
+func (a *Arena) Release() {
+	acct := a.acct
+	inUse, reserved := a.Abandon()
+	if acct != nil {
+		acct.InUse -= inUse
+		acct.Reserved -= reserved
+		acct.Arenas--
+	}
+}
+
+// Abandon is Release without touching the account, so it may run on any
+// goroutine, such as a GC cleanup for an unreachable flow root, provided
+// nothing uses a any more. It returns the bytes the account still counts for
+// a; the account's owner must subtract them, and one from Arenas, itself.
+func (a *Arena) Abandon() (inUse, reserved int64) {
+	inUse, reserved = a.inUse, a.reserved
+	for l := a.large; l != nil; {
+		next := l.next
+		putChunk(unsafe.Pointer(l), l.size)
+		l = next
+	}
+	for c := a.chunks; c != nil; {
+		next := c.next
+		putChunk(unsafe.Pointer(c), c.size)
+		c = next
+	}
+	*a = Arena{}
+	return inUse, reserved
+}
+
+// InUse returns the bytes allocated from a and not yet freed, counted at
+// their class size.
+func (a *Arena) InUse() int64 { return a.inUse }
+
+// Reserved returns the bytes of chunks a holds.
+func (a *Arena) Reserved() int64 { return a.reserved }
+
+// Owns reports whether p points into the usable part of a chunk a holds. It
+// says nothing about whether p's block is allocated. Its cost is linear in the
+// number of chunks; it is meant for validating pointers handed in from C.
+func (a *Arena) Owns(p unsafe.Pointer) bool {
+	u := uintptr(p)
+	for c := a.chunks; c != nil; c = c.next {
+		if b := uintptr(unsafe.Pointer(c)); u-b-chunkHdr < c.size-chunkHdr {
+			return true
+		}
+	}
+	for l := a.large; l != nil; l = l.next {
+		if b := uintptr(unsafe.Pointer(l)); u-b-largeHdr < l.size-largeHdr {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,20 @@
+// Package arena provides off-heap memory for the stepvm virtual machine.
+//
+// Each flow root owns an [Arena]: a chunked bump allocator with per-size-class
+// free lists over memory obtained from the operating system with mmap. The Go
+// garbage collector never scans that memory and never sees it allocated, so
+// the VM can create and discard step and frame records at a high rate without
+// generating GC work.
+//
+// Only pointer-free data may be stored in arena memory. Pointers into arena
+// memory are not Go heap pointers and may themselves be stored there. The
+// package itself writes only such pointers (free-list links and chunk headers)
+// into arena memory.
+//
+// An Arena is owned by one goroutine at a time and does no locking. Its chunks
+// come from a single process-wide source, which is safe for concurrent use, so
+// that an abandoned arena can be returned from any goroutine (see
+// [Arena.Abandon]). The source never unmaps memory: chunks that arenas give
+// back are kept on free lists and handed out again, so the mapped total stays
+// flat while arenas come and go, and it is bounded by the peak demand.
+package arena

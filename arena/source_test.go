@@ -1,0 +1,181 @@
+package arena
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// churn creates, uses and releases one arena, as a short-lived flow would.
+func churn(acct *Account, i int) {
+	var a Arena
+	a.Init(acct)
+	p := a.Alloc(96)
+	q := a.Alloc(uintptr(1 + i%700))
+	a.Alloc(64)
+	a.Free(p, 96)
+	a.Alloc(uintptr(1 + i%3000))
+	if i%10 == 0 {
+		a.Free(q, uintptr(1+i%700))
+		a.Alloc(20 << 10) // dedicated chunk
+	}
+	a.Release()
+}
+
+func TestSourceReuseKeepsMappedFlat(t *testing.T) {
+	var acct Account
+	for i := range 1000 {
+		churn(&acct, i)
+	}
+	before := ReadSourceStats()
+	for i := range 100_000 {
+		churn(&acct, i)
+	}
+	after := ReadSourceStats()
+	if after.Mapped != before.Mapped {
+		t.Fatalf("Mapped grew from %d to %d while arenas came and went", before.Mapped, after.Mapped)
+	}
+	if after.Mapped-after.Idle != before.Mapped-before.Idle {
+		t.Fatalf("held chunks changed from %d to %d", before.Mapped-before.Idle, after.Mapped-after.Idle)
+	}
+	if acct != (Account{}) {
+		t.Fatalf("account after churn = %+v", acct)
+	}
+}
+
+// TestAbandonConcurrent abandons arenas on other goroutines, as GC cleanups
+// would, while their owner keeps using other arenas of the same account.
+func TestAbandonConcurrent(t *testing.T) {
+	const rounds = 2000
+	type lost struct{ inUse, reserved int64 }
+	var acct Account
+	abandon := make(chan *Arena)
+	results := make(chan lost, rounds)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for a := range abandon {
+				inUse, reserved := a.Abandon()
+				results <- lost{inUse, reserved}
+			}
+		})
+	}
+
+	var mine [4]Arena
+	for i := range mine {
+		mine[i].Init(&acct)
+	}
+	var want Account
+	for i := range rounds {
+		victim := new(Arena)
+		victim.Init(&acct)
+		for j := range 1 + i%50 {
+			victim.Alloc(uintptr(1 + (i*j)%2000))
+		}
+		want.InUse += victim.InUse()
+		want.Reserved += victim.Reserved()
+		abandon <- victim // victim belongs to the abandoning goroutine now
+		a := &mine[i%len(mine)]
+		for j := range 20 {
+			p := a.Alloc(uintptr(16 + j*8))
+			if j%2 == 0 {
+				a.Free(p, uintptr(16+j*8))
+			}
+		}
+		if i%100 == 99 {
+			a.Reset()
+		}
+	}
+	close(abandon)
+	wg.Wait()
+	close(results)
+	var got Account
+	for r := range results {
+		got.InUse += r.inUse
+		got.Reserved += r.reserved
+		acct.InUse -= r.inUse
+		acct.Reserved -= r.reserved
+		acct.Arenas--
+	}
+	if got != want {
+		t.Fatalf("Abandon returned %+v in total, want %+v", got, want)
+	}
+	var sum Account
+	for i := range mine {
+		sum.InUse += mine[i].InUse()
+		sum.Reserved += mine[i].Reserved()
+		sum.Arenas++
+	}
+	if acct != sum {
+		t.Fatalf("account %+v after adjusting for abandoned arenas, want %+v", acct, sum)
+	}
+	for i := range mine {
+		mine[i].Release()
+	}
+	if acct != (Account{}) {
+		t.Fatalf("account after releasing all = %+v", acct)
+	}
+}
+
+// flowRoot stands for a VM flow root whose arena is reclaimed by a cleanup.
+type flowRoot struct {
+	arena *Arena
+}
+
+func newAbandonedRoot(acct *Account, done chan<- [2]int64) {
+	r := &flowRoot{arena: new(Arena)}
+	r.arena.Init(acct)
+	r.arena.Alloc(100)
+	r.arena.Alloc(30 << 10)
+	runtime.AddCleanup(r, func(a *Arena) {
+		inUse, reserved := a.Abandon()
+		done <- [2]int64{inUse, reserved}
+	}, r.arena)
+}
+
+func TestAbandonFromCleanup(t *testing.T) {
+	var acct Account
+	done := make(chan [2]int64, 1)
+	newAbandonedRoot(&acct, done)
+	var lost [2]int64
+	for i := 0; ; i++ {
+		if i == 1000 {
+			t.Skip("cleanup did not run after 1000 GCs")
+		}
+		runtime.GC()
+		select {
+		case lost = <-done:
+		default:
+			runtime.Gosched()
+			continue
+		}
+		break
+	}
+	acct.InUse -= lost[0]
+	acct.Reserved -= lost[1]
+	acct.Arenas--
+	if acct != (Account{}) {
+		t.Fatalf("account after applying the cleanup's result = %+v", acct)
+	}
+}
+
+// TestSourceConcurrent churns arenas on several goroutines at once.
+func TestSourceConcurrent(t *testing.T) {
+	base := held()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			var acct Account
+			for i := range 5000 {
+				churn(&acct, g*5000+i)
+			}
+			if acct != (Account{}) {
+				t.Errorf("goroutine %d: account after churn = %+v", g, acct)
+			}
+		})
+	}
+	wg.Wait()
+	if got := held(); got != base {
+		t.Fatalf("source hands out %d bytes after all arenas were released, want %d", got, base)
+	}
+}

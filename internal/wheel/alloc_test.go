@@ -1,0 +1,68 @@
+package wheel
+
+import (
+	"testing"
+	"time"
+)
+
+// steady returns a wheel holding n timers spread evenly over span, due from
+// now on, after running the steady-state loop of steadyStep long enough that
+// the slab has reached its peak size.
+func steady(n int, span time.Duration) (w *Wheel, now int64) {
+	w = New(0, time.Millisecond)
+	step := int64(span) / int64(n)
+	for i := range n {
+		w.Add(int64(i+1)*step, uint64(i))
+	}
+	for range 3 * n {
+		now = steadyStep(w, now, step, span)
+	}
+	return w, now
+}
+
+// steadyStep advances the clock by step, adds a timer span ahead and pops
+// what is due, so a wheel holding timers every step up to span ahead keeps
+// holding span/step of them.
+func steadyStep(w *Wheel, now, step int64, span time.Duration) int64 {
+	now += step
+	w.Add(now+int64(span), 1)
+	for {
+		if _, ok := w.Pop(now); !ok {
+			return now
+		}
+	}
+}
+
+// noAllocs fails if any of runs calls of f allocates. It measures each call
+// on its own because AllocsPerRun rounds its average down, which would hide
+// the occasional growth of a slice.
+func noAllocs(t *testing.T, runs int, f func()) {
+	t.Helper()
+	for i := range runs {
+		if n := testing.AllocsPerRun(1, f); n != 0 {
+			t.Fatalf("call %d allocated %v times", i, n)
+		}
+	}
+}
+
+func TestAllocsAddStop(t *testing.T) {
+	w, now := steady(1000, 10*time.Second)
+	var d int64
+	noAllocs(t, 5000, func() {
+		d = (d + 7_919_777) % int64(40*24*time.Hour)
+		w.Stop(w.Add(now+d, 1))
+	})
+}
+
+func TestAllocsAddPop(t *testing.T) {
+	const span = 10 * time.Second
+	w, now := steady(1000, span)
+	step := int64(span) / 1000
+	noAllocs(t, 5000, func() {
+		now = steadyStep(w, now, step, span)
+		w.NextDeadline()
+	})
+	if w.Len() != 1000 {
+		t.Fatalf("Len = %d, want a steady 1000", w.Len())
+	}
+}

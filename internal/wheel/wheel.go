@@ -1,0 +1,163 @@
+package wheel
+
+import "time"
+
+// A Timer is a handle to a timer scheduled by [Wheel.Add]. It pairs a node
+// index with the node's generation at Add, so a handle whose timer has fired
+// or been stopped is recognised even after the node runs another timer: Stop
+// and Active are safe to call on any handle at any time. (A generation wraps
+// only after a single node has been reused 2^32 times.) The zero Timer is
+// never active.
+type Timer struct {
+	idx, gen uint32
+}
+
+// A Wheel schedules timers on a caller-driven clock. See the package
+// documentation for its ordering guarantee. A Wheel must be created with
+// [New] and used by one goroutine at a time.
+type Wheel struct {
+	start int64  // time at which tick 0 begins
+	tick  uint64 // tick length in nanoseconds, > 0
+
+	// cur is the current tick; it never decreases. Every pending timer is
+	// due at or after cur. Timers due at cur are on level-0 list cur%256,
+	// in the order they were added; every other list holds timers of one
+	// span that cur has not yet entered (see next).
+	cur uint64
+	n   int // pending timers
+
+	head, tail [numLists]uint32
+	// occupied has a bit set for each non-empty list below overflowList, so
+	// that empty slots are skipped a word at a time.
+	occupied [level0Slots/64 + numLevels - 1]uint64
+	// low holds, for each list from level 1 up, the least due tick pushed
+	// since the list was last empty: exact unless that timer was stopped,
+	// and never after the earliest remaining one.
+	low [numLists - level0Slots]uint64
+
+	nodes []node // nodes[nilIndex] is never used
+	free  uint32 // free list of nodes, linked by next
+}
+
+// New returns an empty wheel whose tick 0 begins at start, the caller's clock
+// reading in nanoseconds. tick is the resolution to which deadlines are
+// rounded up; if tick <= 0, it is one millisecond.
+func New(start int64, tick time.Duration) *Wheel {
+	if tick <= 0 {
+		tick = time.Millisecond
+	}
+	return &Wheel{
+		start: start,
+		tick:  uint64(tick),
+		nodes: make([]node, 1, 64),
+	}
+}
+
+// Add schedules a timer carrying data that Pop returns once time deadline has
+// been reached, rounded up to a tick boundary. A deadline the wheel has
+// already passed makes the timer due at once, after those already due. Add
+// takes constant time and allocates only when more timers are pending than
+// ever before.
+func (w *Wheel) Add(deadline int64, data uint64) Timer {
+	due := max(w.ceilTick(deadline), w.cur)
+	i := w.alloc()
+	n := &w.nodes[i]
+	n.due, n.data = due, data
+	w.push(w.listFor(due), i)
+	w.n++
+	return Timer{idx: i, gen: n.gen}
+}
+
+// Stop cancels t in constant time and reports whether it was pending, which
+// includes a timer that is due but not yet returned by Pop. For a timer that
+// Pop has returned or that was already stopped, Stop does nothing and returns
+// false.
+func (w *Wheel) Stop(t Timer) bool {
+	if !w.Active(t) {
+		return false
+	}
+	w.unlink(t.idx)
+	w.release(t.idx)
+	w.n--
+	return true
+}
+
+// Active reports whether t is pending: added, and neither returned by Pop nor
+// stopped.
+func (w *Wheel) Active(t Timer) bool {
+	if t.idx == nilIndex || int(t.idx) >= len(w.nodes) {
+		return false
+	}
+	n := &w.nodes[t.idx]
+	return n.gen == t.gen && n.list != freeList
+}
+
+// Len returns the number of pending timers.
+func (w *Wheel) Len() int {
+	return w.n
+}
+
+// Pop removes the next timer due by time now and returns its data; ok is
+// false when none is due. It returns one timer per call, in the order given
+// in the package documentation, so an event loop calls it until ok is false.
+//
+// Pop advances the wheel towards now only while no timer is due, skipping
+// empty slots a bitmap word at a time and moving timers down a level as their
+// slots come due; each timer moves at most once per level. It never returns
+// a timer due after the tick containing now, even if now is earlier than in
+// a previous call.
+func (w *Wheel) Pop(now int64) (data uint64, ok bool) {
+	end, reached := w.floorTick(now)
+	if !reached {
+		return 0, false
+	}
+	for {
+		if i := w.head[w.cur%level0Slots]; i != nilIndex {
+			if w.cur > end {
+				return 0, false
+			}
+			w.unlink(i)
+			data = w.nodes[i].data
+			w.release(i)
+			w.n--
+			return data, true
+		}
+		if w.cur >= end {
+			return 0, false
+		}
+		at, l, ok := w.next()
+		if !ok || at > end {
+			// Nothing happens by end: every span entered on the
+			// way is empty.
+			w.cur = end
+			return 0, false
+		}
+		w.cur = at
+		if l >= level0Slots {
+			w.cascade(l)
+		}
+	}
+}
+
+// NextDeadline returns a time at which to call Pop next; ok is false when no
+// timer is pending. at is never after the moment Pop will return the earliest
+// pending timer, so a loop that sleeps until at never oversleeps. It is the
+// start of a tick, and Pop(at) either returns a timer or moves the earliest
+// one down a level, so a loop alternating NextDeadline and Pop progresses.
+//
+// at is exactly the start of the earliest timer's due tick when that timer
+// is on level 0 (due in the current turn of 256 ticks), or when no timer
+// has been stopped from its slot; otherwise it may be earlier, but never
+// before the slot's span. Because timers become due only on tick boundaries,
+// at may follow a deadline that is not on one by less than a tick.
+// NextDeadline takes constant time and does not change the wheel.
+func (w *Wheel) NextDeadline() (at int64, ok bool) {
+	k, l, ok := w.next()
+	if !ok {
+		return 0, false
+	}
+	if l >= level0Slots {
+		k = w.low[l-level0Slots]
+	}
+	return w.timeOf(k), true
+}

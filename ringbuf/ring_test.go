@@ -1,0 +1,184 @@
+package ringbuf
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// token mimics the vm's completion token: a pointer, two ids and small values.
+type token struct {
+	p    *int
+	a, b uint32
+	v    [4]uint64
+}
+
+func TestNewRingCapacity(t *testing.T) {
+	for _, c := range []struct{ in, want int }{
+		{-1, 2}, {0, 2}, {1, 2}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {1000, 1024}, {1024, 1024},
+	} {
+		if got := NewRing[int](c.in).Cap(); got != c.want {
+			t.Errorf("NewRing(%d).Cap() = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRingFIFO(t *testing.T) {
+	r := NewRing[int](8)
+	for i := range 8 {
+		if !r.TryPush(i) {
+			t.Fatalf("TryPush(%d) failed on non-full ring", i)
+		}
+	}
+	if r.Len() != 8 {
+		t.Fatalf("Len = %d, want 8", r.Len())
+	}
+	if r.TryPush(8) {
+		t.Fatal("TryPush succeeded on full ring")
+	}
+	for i := range 8 {
+		v, ok := r.TryPop()
+		if !ok || v != i {
+			t.Fatalf("TryPop = %d, %v; want %d, true", v, ok, i)
+		}
+	}
+	if v, ok := r.TryPop(); ok {
+		t.Fatalf("TryPop on empty ring = %d, true", v)
+	}
+	if r.Len() != 0 {
+		t.Fatalf("Len = %d, want 0", r.Len())
+	}
+}
+
+func TestRingEmptyPop(t *testing.T) {
+	r := NewRing[*int](4)
+	if v, ok := r.TryPop(); ok || v != nil {
+		t.Fatalf("TryPop on new ring = %v, %v", v, ok)
+	}
+}
+
+func TestRingWraparound(t *testing.T) {
+	r := NewRing[int](4)
+	next, want := 0, 0
+	// Varying fill levels move head and tail through every slot offset.
+	for lap := range 10_000 {
+		for range lap%4 + 1 {
+			if !r.TryPush(next) {
+				t.Fatalf("lap %d: TryPush(%d) failed", lap, next)
+			}
+			next++
+		}
+		for range lap%4 + 1 {
+			v, ok := r.TryPop()
+			if !ok || v != want {
+				t.Fatalf("lap %d: TryPop = %d, %v; want %d", lap, v, ok, want)
+			}
+			want++
+		}
+	}
+	if _, ok := r.TryPop(); ok {
+		t.Fatal("ring not empty at end")
+	}
+}
+
+func TestRingPopZeroesSlot(t *testing.T) {
+	r := NewRing[token](4)
+	x := 1
+	for i := range 3 {
+		r.TryPush(token{p: &x, a: uint32(i)})
+	}
+	r.TryPop()
+	if r.slots[0].val != (token{}) {
+		t.Fatalf("slot 0 after TryPop = %+v, want zero", r.slots[0].val)
+	}
+	n := r.consume(10, func(tk *token) {
+		if tk.p != &x {
+			t.Errorf("consumed token %+v lost its pointer", *tk)
+		}
+	})
+	if n != 2 {
+		t.Fatalf("consume = %d, want 2", n)
+	}
+	for i := range r.slots {
+		if r.slots[i].val != (token{}) {
+			t.Fatalf("slot %d after consume = %+v, want zero", i, r.slots[i].val)
+		}
+	}
+}
+
+func TestRingConsumePanic(t *testing.T) {
+	r := NewRing[int](4)
+	for i := range 4 {
+		r.TryPush(i)
+	}
+	func() {
+		defer func() { recover() }()
+		r.consume(4, func(v *int) {
+			if *v == 1 {
+				panic("boom")
+			}
+		})
+	}()
+	// Items 0 and 1 were delivered; 2 and 3 remain, and the freed slots
+	// accept new items.
+	for _, want := range []int{2, 3} {
+		if v, ok := r.TryPop(); !ok || v != want {
+			t.Fatalf("TryPop = %d, %v; want %d", v, ok, want)
+		}
+	}
+	if r.slots[1].val != 0 {
+		t.Fatal("slot of panicking item not zeroed")
+	}
+	for i := range 4 {
+		if !r.TryPush(i) {
+			t.Fatalf("TryPush %d failed after panic recovery", i)
+		}
+	}
+}
+
+func TestRingConcurrent(t *testing.T) {
+	const producers, items = 4, 100_000
+	r := NewRing[token](16)
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range items {
+				for !r.TryPush(token{a: uint32(p), b: uint32(i)}) {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	var next [producers]uint32
+	for got := 0; got < producers*items; {
+		tk, ok := r.TryPop()
+		if !ok {
+			runtime.Gosched()
+			continue
+		}
+		if tk.b != next[tk.a] {
+			t.Fatalf("producer %d: got item %d, want %d", tk.a, tk.b, next[tk.a])
+		}
+		next[tk.a]++
+		got++
+	}
+	wg.Wait()
+	if tk, ok := r.TryPop(); ok {
+		t.Fatalf("extra item %+v", tk)
+	}
+}
+
+func TestRingNoAlloc(t *testing.T) {
+	r := NewRing[token](8)
+	x := 1
+	tk := token{p: &x, a: 1, b: 2}
+	allocs := testing.AllocsPerRun(1000, func() {
+		r.TryPush(tk)
+		r.TryPush(tk)
+		r.TryPop()
+		r.TryPop()
+	})
+	if allocs != 0 {
+		t.Fatalf("TryPush+TryPop allocated %v times per run", allocs)
+	}
+}
