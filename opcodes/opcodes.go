@@ -51,7 +51,6 @@ type Flags uint16
 
 const (
 	FlagRunning   Flags = 1 << iota // popped from its queue and pushed as a frame
-	FlagInCall                      // its function or error handler is on the Go stack now
 	FlagChild                       // a sub-step (or, for OpParallel, a branch) is running
 	FlagWait                        // WaitExternal: no implicit success
 	FlagInError                     // its error handler is running

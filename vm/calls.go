@@ -1,0 +1,108 @@
+package vm
+
+import "unsafe"
+
+// Protected calls into user code. Each recovers whatever the callee panics
+// with (the VM's own unwinding sentinels included) and returns it, so that
+// neither a user panic nor an Error escapes into the loop. They are
+// separate functions so that the deferred recover is open-coded and costs
+// a few nanoseconds when nothing panics.
+
+func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args Args) (p any) {
+	prev := l.enter(as.n)
+	defer func() {
+		p = recover()
+		l.leave(as.n, prev)
+	}()
+	fn(as, args)
+	return nil
+}
+
+func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
+	prev := l.enter(as.n)
+	defer func() {
+		p = recover()
+		l.leave(as.n, prev)
+	}()
+	fn(as, code)
+	return nil
+}
+
+func (l *Loop) callLoop(fn func(AsyncSteps), as AsyncSteps) (p any) {
+	prev := l.enter(as.n)
+	defer func() {
+		p = recover()
+		l.leave(as.n, prev)
+	}()
+	fn(as)
+	return nil
+}
+
+func (l *Loop) callRepeat(fn func(AsyncSteps, int), as AsyncSteps, i int) (p any) {
+	prev := l.enter(as.n)
+	defer func() {
+		p = recover()
+		l.leave(as.n, prev)
+	}()
+	fn(as, i)
+	return nil
+}
+
+// callCancel runs a cancel handler; the frame is not "in call": the only
+// thing a cancel handler may do with its handle is read state.
+func (l *Loop) callCancel(fn CancelFunc, as AsyncSteps) (p any) {
+	prev := l.enter(nil)
+	defer func() {
+		p = recover()
+		l.leave(nil, prev)
+	}()
+	fn(as)
+	return nil
+}
+
+func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) (p any) {
+	prev := l.enter(nil)
+	defer func() {
+		p = recover()
+		l.leave(nil, prev)
+	}()
+	fn(ptr)
+	return nil
+}
+
+// callFunc runs an Immediate, Deferred or Post callback. Its panic belongs
+// to no flow: it goes to the loop's panic handler.
+func (l *Loop) callFunc(fn func()) {
+	prev := l.enter(nil)
+	var p any
+	func() {
+		defer func() {
+			p = recover()
+			l.leave(nil, prev)
+		}()
+		fn()
+	}()
+	if p == nil {
+		return
+	}
+	if _, ok := p.(*unwinding); ok {
+		return
+	}
+	l.panics++
+	if l.onPanic != nil {
+		l.onPanic(p)
+	}
+}
+
+// enter marks frame n (nil for none) as the one whose code is running.
+func (l *Loop) enter(n *Node) *Node {
+	prev := l.inCall
+	l.inCall = n
+	l.depth++
+	return prev
+}
+
+func (l *Loop) leave(_ *Node, prev *Node) {
+	l.inCall = prev
+	l.depth--
+}

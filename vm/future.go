@@ -1,0 +1,99 @@
+package vm
+
+import (
+	"context"
+	"errors"
+)
+
+// Future is the result of a root run through Promise (FTN12 1.13).
+type Future struct {
+	done chan struct{}
+	args Args
+	err  error
+}
+
+// Promise executes the root and returns its Future.
+func (as AsyncSteps) Promise() *Future {
+	r := as.r
+	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
+		as.misuse("Promise on a handle that is not a live root")
+		f := &Future{done: make(chan struct{}), err: &Error{Code: InternalError, Info: "Promise on an invalid root"}}
+		close(f.done)
+		return f
+	}
+	if r.status == rootRunning {
+		r.l.misuse(r, "Promise on a root that is still running")
+		f := &Future{done: make(chan struct{}), err: &Error{Code: InternalError, Info: "Promise on a running root"}}
+		close(f.done)
+		return f
+	}
+	f := &Future{done: make(chan struct{})}
+	r.future = f
+	as.Execute()
+	return f
+}
+
+// Done is closed once the flow has completed.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Wait blocks until the flow completes and returns what its last step
+// succeeded with, or its error: an *Error with the unhandled code and the
+// state's ErrorInfo, or ErrCanceled. Call it from another goroutine than
+// the loop's, or once Done is closed: the loop must run for it to return.
+func (f *Future) Wait(ctx context.Context) (Args, error) {
+	select {
+	case <-f.done:
+		return f.args, f.err
+	case <-ctx.Done():
+		return Args{}, ctx.Err()
+	}
+}
+
+func (f *Future) resolve(args Args, err error) {
+	f.args, f.err = args, err
+	close(f.done)
+}
+
+// Await adds a step that runs fn on its own goroutine and succeeds with its
+// value (FTN12 1.13). fn's context is canceled when the step is canceled or
+// times out. A *Error from fn keeps its code; any other error becomes
+// InternalError with the error's text as ErrorInfo; a panic in fn becomes
+// InternalError as well.
+func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError ...ErrorFunc) AsyncSteps {
+	if fn == nil {
+		as.misuse("Await with a nil function")
+		return as
+	}
+	return as.Add(func(as AsyncSteps, _ Args) {
+		ctx, cancel := context.WithCancel(context.Background())
+		res := as.Resumer()
+		as.SetCancel(func(AsyncSteps) { cancel() })
+		go func() {
+			defer cancel()
+			v, err := awaitCall(fn, ctx)
+			if err == nil {
+				res.Success(v)
+				return
+			}
+			var e *Error
+			if errors.As(err, &e) {
+				res.Error(e.Code, e.Info)
+			} else {
+				res.Error(InternalError, err.Error())
+			}
+		}()
+	}, onError...)
+}
+
+func awaitCall(fn func(context.Context) (Value, error), ctx context.Context) (v Value, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if e, ok := p.(*Error); ok {
+				err = e
+				return
+			}
+			err = &PanicError{Value: p}
+		}
+	}()
+	return fn(ctx)
+}

@@ -1,0 +1,615 @@
+package vm
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/opcodes"
+)
+
+// The interpreter. A root runs as one or more threads: its main thread,
+// whose base frame is the OpRoot node, and one thread per running branch of
+// a parallel step (base: an OpBranch node). A thread's frames form a chain
+// from its innermost frame (base.Top()) down to the base through Parent;
+// each frame queues its sub-steps on Head..Tail.
+//
+// A thread is in exactly one of three states: running (its step is on the
+// Go stack), queued (one task in the run queue, or the inline continuation
+// of the thread being run), or waiting (for an external event, a timer, or
+// its branches). The base's B field is the thread's wake token: every
+// schedule and every unwinding bumps it, so a task queued before is dropped
+// when it comes up.
+//
+// Every call into user code goes through a call* function that recovers
+// panics. Error, Break and Continue unwind the user's function by panicking
+// with a sentinel; the dispatcher turns what it recovers into an outcome.
+// After any user call, the interpreter revalidates what it holds (the run
+// epoch, the frame's Seq): user code may have completed, canceled or
+// released the flow in the meantime.
+
+// pending is what an unwinding sentinel carries.
+type pending struct {
+	code  string // outError: the error code
+	label string // outBreak, outContinue: the loop label
+}
+
+type unwinding struct{ what outcome }
+
+var (
+	unwindError    = &unwinding{outError}
+	unwindBreak    = &unwinding{outBreak}
+	unwindContinue = &unwinding{outContinue}
+)
+
+// outcome is how a user call ended.
+type outcome uint8
+
+const (
+	outReturn outcome = iota
+	outError
+	outBreak
+	outContinue
+)
+
+// classify turns what a protected call recovered into an outcome. Errors
+// are recorded in r's state; the code (or loop label) is returned.
+func (l *Loop) classify(r *root, p any) (outcome, string) {
+	switch v := p.(type) {
+	case nil:
+		return outReturn, ""
+	case *unwinding:
+		if v.what == outError {
+			return outError, l.pend.code
+		}
+		return v.what, l.pend.label
+	case *Error:
+		r.state.recordError(v.Code, v.Info)
+		r.state.recordPanic(v)
+		return outError, v.Code
+	}
+	r.state.recordError(InternalError, fmt.Sprint(p))
+	r.state.recordPanic(p)
+	return outError, InternalError
+}
+
+// runThread runs the next step of thread th, then, while the run queue is
+// empty and the budget lasts, the steps th schedules for itself.
+func (l *Loop) runThread(r *root, th *Node) {
+	prevR, prevTh := l.cur, l.curTh
+	l.cur, l.curTh = r, th
+	for budget := inlineBudget; ; budget-- {
+		l.inline = false
+		l.step(r, th)
+		if !l.inline {
+			break
+		}
+		l.inline = false
+		if budget == 0 || l.runq.len() > 0 {
+			l.pushFlow(r, th, l.argsNxt)
+			break
+		}
+		l.argsCur, l.argsNxt = l.argsNxt, l.argsCur
+	}
+	l.argsCur.clear()
+	l.cur, l.curTh = prevR, prevTh
+}
+
+// schedule makes thread th runnable with args (nil: no values). The thread
+// being run continues inline; any other thread is queued.
+func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
+	th.B++
+	if th == l.curTh && r == l.cur {
+		l.inline = true
+		if args == nil {
+			l.argsNxt.clear()
+		} else if args != l.argsNxt {
+			l.argsNxt.copyFrom(args)
+		}
+		return
+	}
+	l.pushFlow(r, th, args)
+}
+
+func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
+	t := l.runq.slot()
+	t.r, t.th, t.tok, t.epoch = r, th, th.B, r.runEpoch
+	if args != nil {
+		t.args.copyFrom(args)
+	}
+}
+
+// stopThread drops a pending continuation of th.
+func (l *Loop) stopThread(th *Node) {
+	th.B++
+	if th == l.curTh {
+		l.inline = false
+	}
+}
+
+// threadOf returns the base of the thread frame n belongs to.
+func threadOf(n *Node) *Node {
+	for !n.Op.IsBase() {
+		n = n.Parent
+	}
+	return n
+}
+
+// step executes the next instruction of thread th.
+func (l *Loop) step(r *root, th *Node) {
+	f := th.Top()
+	if f.Op.IsLoop() {
+		l.iterate(r, th, f)
+		return
+	}
+	n := f.Pop()
+	if n == nil {
+		l.complete(r, th, f, l.argsCur)
+		return
+	}
+	n.Parent = f
+	n.Flags |= opcodes.FlagRunning
+	f.Flags |= opcodes.FlagChild
+	th.SetTop(n)
+	switch n.Op {
+	case opcodes.OpExec:
+		fn, _ := r.slots[n.Fn].v.(ExecFunc)
+		as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
+		thSeq := th.Seq
+		p := l.callExec(fn, as, Args{l.argsCur})
+		l.after(r, th, thSeq, as, p)
+	case opcodes.OpSuccess:
+		vals, _ := r.slots[n.Fn].v.(*argBuf)
+		l.complete(r, th, n, vals)
+	case opcodes.OpParallel:
+		l.startParallel(r, th, n)
+	case opcodes.OpLoop, opcodes.OpRepeat:
+		n.A = 0
+		l.iterate(r, th, n)
+	default:
+		r.state.recordError(InternalError, "corrupt instruction "+n.Op.String())
+		l.raise(r, th, InternalError)
+	}
+}
+
+// after finishes a step call: it raises what the call raised, schedules
+// the sub-steps it added, or completes it implicitly (FTN12 1.6) unless it
+// waits for an external event.
+func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
+	if r.runEpoch != as.epoch || th.Seq != thSeq {
+		return // the flow or this branch ended during the call
+	}
+	n := as.n
+	alive := n.Seq == as.seq
+	if p != nil {
+		out, code := l.classify(r, p)
+		switch out {
+		case outError:
+			l.raise(r, th, code)
+		case outBreak, outContinue:
+			l.loopControl(r, th, out == outBreak, code)
+		}
+		return
+	}
+	if !alive || th.Top() != n {
+		return // completed or unwound during the call
+	}
+	if n.Head != nil {
+		l.schedule(r, th, nil)
+		return
+	}
+	if n.Flags&opcodes.FlagWait != 0 || n.B != 0 {
+		return // waits: WaitExternal, a cancel handler or a timeout
+	}
+	l.complete(r, th, n, nil)
+}
+
+// complete ends frame n of thread th with success and args, then every
+// enclosing frame whose queue is drained, and schedules what comes next.
+func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
+	for {
+		if n.Op.IsBase() {
+			if n.Op == opcodes.OpRoot {
+				l.finish(r, args, "", false)
+			} else {
+				l.branchDone(r, n)
+			}
+			return
+		}
+		p := n.Parent
+		l.popFrame(r, th, n)
+		if p.Op.IsLoop() {
+			l.schedule(r, th, nil) // next iteration
+			return
+		}
+		if p.Head != nil {
+			l.schedule(r, th, args)
+			return
+		}
+		n = p
+	}
+}
+
+// popFrame removes the innermost frame n of thread th and frees it.
+func (l *Loop) popFrame(r *root, th, n *Node) {
+	p := n.Parent
+	th.SetTop(p)
+	p.Flags &^= opcodes.FlagChild
+	l.endFrame(r, n)
+}
+
+// endFrame releases what frame n holds, then n itself.
+func (l *Loop) endFrame(r *root, n *Node) {
+	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
+		if ts := n.TimerSlot(); ts != 0 {
+			l.stopTimer(ts)
+		}
+		r.freeSlot(n.CancelSlot())
+		n.B = 0
+		if n.Flags&opcodes.FlagResumer != 0 {
+			l.resumers.release(uint32(n.A))
+		}
+	}
+	if n.Flags&opcodes.FlagStack != 0 {
+		l.destroyStack(r, n)
+	}
+	if n.Head != nil {
+		r.freeQueue(n)
+	}
+	r.freeNode(n)
+}
+
+// raise unwinds thread th with error code (FTN12 1.2): from the innermost
+// frame down, each frame's timeout is stopped and its cancel handler run;
+// a frame with an error handler that has not run yet gets the error. The
+// handler may Success (the flow continues after that frame), Error (the
+// code changes), add steps (they run in the frame's place, the handler is
+// retired) or return (unwinding goes on). An error that leaves a branch
+// aborts its parallel step; one that leaves the main thread ends the flow.
+func (l *Loop) raise(r *root, th *Node, code string) {
+	epoch := r.runEpoch
+	l.stopThread(th)
+	l.recordStack(r, th)
+	for {
+		f := th.Top()
+		if f.Op.IsBase() {
+			break
+		}
+		if !l.cancelFrame(r, f) || r.runEpoch != epoch || f.Seq == 0 {
+			return
+		}
+		if f.Err != 0 && f.Flags&opcodes.FlagInError == 0 &&
+			(f.Op == opcodes.OpExec || f.Op == opcodes.OpParallel) {
+			var done bool
+			if code, done = l.handleError(r, th, f, code); done {
+				return
+			}
+		}
+		l.popFrame(r, th, f)
+	}
+	if th.Op == opcodes.OpRoot {
+		l.finish(r, nil, code, false)
+		return
+	}
+	th.Flags |= opcodes.FlagDone
+	l.raise(r, threadOf(th.Parent), code)
+}
+
+// handleError runs the error handler of frame f. done reports that the
+// handler settled the error; otherwise unwinding goes on with code.
+func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
+	if f.Head != nil {
+		r.freeQueue(f)
+	}
+	epoch, seq := r.runEpoch, f.Seq
+	h, _ := r.slots[f.Err].v.(ErrorFunc)
+	f.Flags |= opcodes.FlagInError
+	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
+	if r.runEpoch != epoch {
+		return "", true
+	}
+	if f.Seq != seq {
+		if p != nil && th.Seq != 0 { // Success, then a panic
+			if out, c := l.classify(r, p); out == outError {
+				l.raise(r, th, c)
+			}
+		}
+		return "", true // Success: the flow goes on after f
+	}
+	f.Flags &^= opcodes.FlagInError
+	out, c := l.classify(r, p)
+	switch out {
+	case outReturn:
+		if f.Head != nil {
+			r.freeSlot(f.Err)
+			f.Err = 0
+			l.schedule(r, th, nil)
+			return "", true
+		}
+		return code, false
+	case outError:
+		if f.Head != nil {
+			r.freeQueue(f)
+		}
+		return c, false
+	}
+	if f.Head != nil {
+		r.freeQueue(f)
+	}
+	l.loopControl(r, th, out == outBreak, c)
+	return "", true
+}
+
+// cancelFrame cancels what frame f waits on: the branches of a parallel
+// step, its timeout, and its cancel handler, innermost first. It reports
+// false if user code ended the flow meanwhile.
+func (l *Loop) cancelFrame(r *root, f *Node) bool {
+	epoch := r.runEpoch
+	switch f.Op {
+	case opcodes.OpParallel:
+		if f.Flags&opcodes.FlagChild != 0 {
+			for b := f.Head; b != nil; b = b.Next {
+				if b.Flags&opcodes.FlagDone == 0 && !l.cancelThread(r, b) {
+					return false
+				}
+			}
+			f.Flags &^= opcodes.FlagChild
+			r.freeQueue(f)
+		}
+	case opcodes.OpExec, opcodes.OpIter:
+		if ts := f.TimerSlot(); ts != 0 {
+			l.stopTimer(ts)
+			f.SetTimerSlot(0)
+		}
+		if cs := f.CancelSlot(); cs != 0 {
+			h, _ := r.slots[cs].v.(CancelFunc)
+			f.SetCancelSlot(0)
+			r.freeSlot(cs)
+			seq := f.Seq
+			f.Flags |= opcodes.FlagCanceling
+			p := l.callCancel(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch})
+			if r.runEpoch != epoch {
+				return false
+			}
+			if f.Seq == seq {
+				f.Flags &^= opcodes.FlagCanceling
+			}
+			if _, ok := p.(*unwinding); p != nil && !ok {
+				r.state.recordPanic(p)
+			}
+		}
+	}
+	return true
+}
+
+// cancelThread unwinds every frame of thread th, running cancel handlers,
+// without calling error handlers. It reports false if user code ended the
+// flow meanwhile.
+func (l *Loop) cancelThread(r *root, th *Node) bool {
+	epoch := r.runEpoch
+	l.stopThread(th)
+	for f := th.Top(); !f.Op.IsBase(); f = th.Top() {
+		if !l.cancelFrame(r, f) || r.runEpoch != epoch {
+			return false
+		}
+		if th.Top() == f {
+			l.popFrame(r, th, f)
+		}
+	}
+	th.Flags |= opcodes.FlagDone
+	return true
+}
+
+// cancelRoot cancels a running flow (FTN12 2.2.3 cancel).
+func (l *Loop) cancelRoot(r *root) {
+	if r.status != rootRunning {
+		return
+	}
+	if l.cancelThread(r, r.base) && r.status == rootRunning {
+		l.finish(r, nil, "", true)
+	}
+}
+
+// startParallel turns the steps queued on P into branches, each a thread
+// of its own whose first step runs in its own turn, in the order added.
+func (l *Loop) startParallel(r *root, th, P *Node) {
+	if P.Head == nil {
+		l.complete(r, th, P, nil)
+		return
+	}
+	steps := P.Head
+	P.Head, P.Tail = nil, nil
+	var count uint64
+	for s := steps; s != nil; {
+		next := s.Next
+		b := r.newNode(opcodes.OpBranch)
+		b.Parent = P
+		b.Flags = opcodes.FlagRunning
+		b.SetTop(b)
+		b.Push(s)
+		P.Push(b)
+		count++
+		s = next
+	}
+	P.A = count
+	P.Flags |= opcodes.FlagChild
+	for b := P.Head; b != nil; b = b.Next {
+		l.pushFlow(r, b, nil)
+	}
+}
+
+// branchDone records that branch b finished; the last one completes the
+// parallel step.
+func (l *Loop) branchDone(r *root, b *Node) {
+	l.stopThread(b)
+	b.Flags |= opcodes.FlagDone
+	P := b.Parent
+	P.A--
+	if P.A > 0 {
+		return
+	}
+	P.Flags &^= opcodes.FlagChild
+	r.freeQueue(P)
+	l.complete(r, threadOf(P), P, nil)
+}
+
+// iterate runs the next iteration of loop frame L, or completes L when a
+// Repeat has run its count.
+func (l *Loop) iterate(r *root, th, L *Node) {
+	if L.Op == opcodes.OpRepeat && L.A >= L.B {
+		l.complete(r, th, L, nil)
+		return
+	}
+	i := L.A
+	L.A++
+	it := r.newNode(opcodes.OpIter)
+	it.Parent = L
+	it.Flags = opcodes.FlagRunning
+	L.Flags |= opcodes.FlagChild
+	th.SetTop(it)
+	as := AsyncSteps{r: r, n: it, seq: it.Seq, epoch: r.runEpoch}
+	thSeq := th.Seq
+	var p any
+	if body, ok := r.slots[L.Fn].v.(func(AsyncSteps, int)); ok {
+		p = l.callRepeat(body, as, int(i))
+	} else {
+		body, _ := r.slots[L.Fn].v.(func(AsyncSteps))
+		p = l.callLoop(body, as)
+	}
+	l.after(r, th, thSeq, as, p)
+}
+
+// loopControl carries out Break (brk) or Continue of the innermost loop,
+// or of the loop labelled label, unwinding the frames in between (their
+// cancel handlers run, their error handlers do not: a break is not an
+// error). Leaving a branch aborts its parallel step.
+func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
+	var target *Node
+	for f := th.Top(); f != nil; f = f.Parent {
+		if f.Op.IsLoop() && (label == "" || r.slots[f.Err].s == label) {
+			target = f
+			break
+		}
+	}
+	if target == nil {
+		what := "Continue"
+		if brk {
+			what = "Break"
+		}
+		info := what + " outside of a loop"
+		if label != "" {
+			info = what + ": no enclosing loop is labelled " + label
+		}
+		r.state.recordError(InternalError, info)
+		l.raise(r, th, InternalError)
+		return
+	}
+	epoch := r.runEpoch
+	l.stopThread(th)
+	for f := th.Top(); f != target; f = th.Top() {
+		if f.Op.IsBase() { // leave the branch; its siblings go with the parallel
+			f.Flags |= opcodes.FlagDone
+			th = threadOf(f.Parent)
+			l.stopThread(th)
+			continue
+		}
+		if !l.cancelFrame(r, f) || r.runEpoch != epoch {
+			return
+		}
+		l.popFrame(r, th, f)
+	}
+	if brk {
+		l.complete(r, th, target, nil)
+	} else {
+		l.schedule(r, th, nil)
+	}
+}
+
+// finish ends the run of r: with args on success, with code on error, or
+// canceled. The root stays usable (State, Add, Execute) until Release.
+func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
+	if l.cur == r {
+		l.inline = false
+	}
+	r.status = rootIdle
+	r.runEpoch++
+	l.running--
+	if f := r.future; f != nil {
+		r.future = nil
+		switch {
+		case canceled:
+			f.resolve(Args{}, ErrCanceled)
+		case code != "":
+			f.resolve(Args{}, &Error{Code: code, Info: r.state.errorInfo})
+		default:
+			f.resolve(Args{args}.detach(), nil)
+		}
+	}
+	if r.spawned {
+		l.release(r)
+		return
+	}
+	r.resetRun()
+}
+
+// recordStack saves the entry PCs of the step functions on th's stack,
+// innermost last, as the flow's async_stack.
+func (l *Loop) recordStack(r *root, th *Node) {
+	s := r.state.stack[:0]
+	for f := th.Top(); f != nil; f = f.Parent {
+		switch f.Op {
+		case opcodes.OpExec:
+			if fn, ok := r.slots[f.Fn].v.(ExecFunc); ok {
+				s = append(s, funcPC(fn))
+			}
+		case opcodes.OpLoop, opcodes.OpRepeat:
+			if v := r.slots[f.Fn].v; v != nil {
+				s = append(s, funcPC(v))
+			}
+		}
+	}
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+	r.state.stack = s
+}
+
+// funcPC returns the entry PC of a func value (or of a func in an any).
+func funcPC[F any](fn F) uintptr {
+	if a, ok := any(fn).(any); ok {
+		type eface struct{ typ, data unsafe.Pointer }
+		data := (*eface)(unsafe.Pointer(&a)).data
+		if data == nil {
+			return 0
+		}
+		return **(**uintptr)(unsafe.Pointer(&data))
+	}
+	return 0
+}
+
+// destroyStack runs the destroy callbacks of frame n's Stack allocations,
+// newest first, and frees them.
+func (l *Loop) destroyStack(r *root, n *Node) {
+	owner := uint64(n.Seq)
+	for {
+		p, d, ok := r.allocs.Take(owner)
+		if !ok {
+			break
+		}
+		if d != 0 {
+			if fn, ok := r.slots[d].v.(func(unsafe.Pointer)); ok {
+				if v := l.callDestroy(fn, p); v != nil {
+					r.state.recordPanic(v)
+				}
+			}
+			r.freeSlot(d)
+		}
+		r.allocs.Free(&r.mem.a, p)
+	}
+	n.Flags &^= opcodes.FlagStack
+}
+
+func (l *Loop) stopTimer(slot uint32) {
+	cb := &l.cbs[slot]
+	l.wheel.Stop(cb.tm)
+	l.freeCallback(slot)
+}

@@ -1,0 +1,451 @@
+package vm
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/stepvm/stepvm/arena"
+	"github.com/stepvm/stepvm/internal/wheel"
+	"github.com/stepvm/stepvm/opcodes"
+	"github.com/stepvm/stepvm/ringbuf"
+)
+
+// Loop is the event loop (FTN12 2.6 AsyncTool) that runs flows. It is
+// single-threaded: the goroutine that calls Run, RunUntilIdle or Iterate
+// drives it, and only that goroutine, or code running inside the loop's
+// callbacks, may call AsyncSteps methods, Immediate, Deferred and Cancel.
+// Before the loop first runs, the goroutine that created it may set flows
+// up. Other goroutines hand work in with Post and Resumer.
+//
+// One pass of the loop runs the immediate work queued when the pass starts
+// (a callback, or one step of a flow), then the timers that are due. A flow
+// whose next step is ready while nothing else is queued keeps running in
+// the same pass, up to inlineBudget steps, so a lone flow does not pay a
+// queue round trip per step.
+type Loop struct {
+	clock  Clock
+	manual bool
+	start  time.Time // time 0 of the wheel
+
+	runq   taskQueue
+	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
+	cbFree []uint32
+	wheel  *wheel.Wheel
+
+	inbox    *ringbuf.Queue[inbound]
+	drainFn  func(*inbound)
+	resumers resumerTable
+	sleeping atomic.Int32
+	wakeCh   chan struct{}
+	closed   atomic.Bool
+	owner    atomic.Int64 // goroutine id for IsSameThread
+	driven   bool
+
+	onPanic func(any)
+	panics  int64
+
+	pool    []*root
+	acct    arena.Account
+	roots   int64 // live roots: created and neither released nor collected
+	running int64 // roots executing now
+
+	// Interpreter registers.
+	cur     *root   // root whose thread is being dispatched
+	curTh   *Node   // that thread's base
+	inline  bool    // curTh scheduled itself again; next holds its args
+	depth   int     // user callbacks on the Go stack
+	inCall  *Node   // frame whose function or error handler runs innermost
+	argsCur *argBuf // values passed to the step being called
+	argsNxt *argBuf // values for the inline continuation
+	argBufs [2]argBuf
+	scratch argBuf
+	pend    pending // what the in-flight unwinding panic carries
+}
+
+// Node is the encoded step record the interpreter works on.
+type Node = opcodes.Node
+
+// Handle names a callback scheduled with Immediate or Deferred.
+type Handle struct{ slot, gen uint32 }
+
+// LoopOption configures NewLoop.
+type LoopOption func(*Loop)
+
+// WithClock makes the loop read time from c; a *ManualClock makes every
+// timer deterministic.
+func WithClock(c Clock) LoopOption {
+	return func(l *Loop) { l.clock = c }
+}
+
+// WithPanicHandler sets the function that receives what an Immediate,
+// Deferred or Post callback panics with (panics in steps become errors of
+// their flow instead). Without one, such panics are counted in Stats and
+// dropped, so that one callback cannot stop the loop.
+func WithPanicHandler(fn func(v any)) LoopOption {
+	return func(l *Loop) { l.onPanic = fn }
+}
+
+// Unbounded is the queue limit that means no limit (see NewMutex).
+const Unbounded = -1
+
+const (
+	inboxCapacity = 1024
+	inlineBudget  = 256
+	poolMax       = 4096
+	tick          = time.Millisecond
+)
+
+// NewLoop returns a loop owned by the calling goroutine.
+func NewLoop(opts ...LoopOption) *Loop {
+	l := &Loop{clock: systemClock{}, wakeCh: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(l)
+	}
+	if mc, ok := l.clock.(*ManualClock); ok {
+		l.manual = true
+		mc.attach(l)
+	}
+	l.start = l.clock.Now()
+	l.wheel = wheel.New(0, tick)
+	l.inbox = ringbuf.NewQueue[inbound](inboxCapacity)
+	l.drainFn = l.handleInbound
+	l.cbs = make([]callback, 1, 64)
+	l.argsCur, l.argsNxt = &l.argBufs[0], &l.argBufs[1]
+	l.owner.Store(goid())
+	return l
+}
+
+// now is the loop's time in nanoseconds since the loop was created.
+func (l *Loop) now() int64 { return int64(l.clock.Now().Sub(l.start)) }
+
+// callback kinds.
+const (
+	cbFree uint8 = iota
+	cbImmediate
+	cbDeferred
+	cbTimeout
+)
+
+// callback is a scheduled Immediate, Deferred or step timeout.
+type callback struct {
+	fn    func()
+	r     *root // timeout: the flow
+	n     *Node // timeout: the frame
+	seq   uint32
+	epoch uint32
+	gen   uint32
+	kind  uint8
+	tm    wheel.Timer
+}
+
+func (l *Loop) newCallback(kind uint8) (uint32, *callback) {
+	var slot uint32
+	if k := len(l.cbFree); k > 0 {
+		slot = l.cbFree[k-1]
+		l.cbFree = l.cbFree[:k-1]
+	} else {
+		l.cbs = append(l.cbs, callback{})
+		slot = uint32(len(l.cbs) - 1)
+	}
+	cb := &l.cbs[slot]
+	cb.kind = kind
+	return slot, cb
+}
+
+func (l *Loop) freeCallback(slot uint32) {
+	cb := &l.cbs[slot]
+	gen := cb.gen + 1
+	*cb = callback{gen: gen}
+	l.cbFree = append(l.cbFree, slot)
+}
+
+// Immediate queues fn to run in the loop's next pass, after the work
+// already queued. Loop goroutine only.
+func (l *Loop) Immediate(fn func()) Handle {
+	slot, cb := l.newCallback(cbImmediate)
+	cb.fn = fn
+	l.runq.push(task{slot: slot, gen: cb.gen})
+	return Handle{slot, cb.gen}
+}
+
+// Deferred runs fn once d has passed, never earlier (timers have a 1 ms
+// resolution). Loop goroutine only.
+func (l *Loop) Deferred(d time.Duration, fn func()) Handle {
+	slot, cb := l.newCallback(cbDeferred)
+	cb.fn = fn
+	cb.tm = l.wheel.Add(l.now()+int64(max(d, 0)), uint64(slot)|uint64(cb.gen)<<32)
+	return Handle{slot, cb.gen}
+}
+
+// Cancel unschedules h. Canceling a callback that already ran, or was
+// already canceled, does nothing.
+func (l *Loop) Cancel(h Handle) {
+	if !l.IsValid(h) {
+		return
+	}
+	cb := &l.cbs[h.slot]
+	if cb.kind == cbDeferred {
+		l.wheel.Stop(cb.tm)
+	}
+	l.freeCallback(h.slot)
+}
+
+// IsValid reports whether h is still scheduled.
+func (l *Loop) IsValid(h Handle) bool {
+	if h.slot == 0 || int(h.slot) >= len(l.cbs) {
+		return false
+	}
+	cb := &l.cbs[h.slot]
+	return cb.gen == h.gen && (cb.kind == cbImmediate || cb.kind == cbDeferred)
+}
+
+// IsSameThread reports whether the caller runs on the goroutine that drives
+// the loop (the one that created it, until another drives it), which is
+// where loop-only methods may be called. It costs about a microsecond.
+func (l *Loop) IsSameThread() bool { return goid() == l.owner.Load() }
+
+func (l *Loop) claim() {
+	if !l.driven {
+		l.driven = true
+		l.owner.Store(goid())
+	}
+}
+
+// goid returns the current goroutine's id, parsed from its stack header.
+func goid() int64 {
+	var buf [64]byte
+	s := buf[:runtime.Stack(buf[:], false)]
+	const prefix = "goroutine "
+	if len(s) <= len(prefix) {
+		return 0
+	}
+	s = s[len(prefix):]
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	id, _ := strconv.ParseInt(string(s[:end]), 10, 64)
+	return id
+}
+
+// inbound is one item handed to the loop by another goroutine: a Post, or
+// a Resumer's completion.
+type inbound struct {
+	fn   func()
+	slot uint32 // resumer slot; 0 for a Post
+	gen  uint32
+	code string // "" for success
+	info string
+	args argBuf
+}
+
+// Post queues fn to run on the loop from any goroutine, waking the loop if
+// it sleeps. It never blocks and loses nothing; it returns false only when
+// the loop is closed.
+func (l *Loop) Post(fn func()) bool {
+	if l.closed.Load() {
+		return false
+	}
+	l.inbox.Push(inbound{fn: fn})
+	l.wake()
+	return true
+}
+
+func (l *Loop) wake() {
+	if l.sleeping.Load() != 0 {
+		select {
+		case l.wakeCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (l *Loop) handleInbound(in *inbound) {
+	if in.slot == 0 {
+		l.callFunc(in.fn)
+		return
+	}
+	l.resume(in)
+}
+
+// Iterate runs one pass: the posts received, every immediate callback and
+// flow step queued when the pass starts (those they queue wait for the
+// next pass), then every timer that is due. haveWork reports whether work
+// remains; delay is how long until the next timer when only timers remain,
+// and 0 when immediate work remains or the loop is idle.
+func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
+	l.claim()
+	if !l.inbox.Empty() {
+		l.inbox.Drain(l.drainFn)
+	}
+	for n := l.runq.len(); n > 0; n-- {
+		l.runTask(l.runq.pop())
+	}
+	var now int64
+	if l.wheel.Len() > 0 {
+		now = l.now()
+		for {
+			data, ok := l.wheel.Pop(now)
+			if !ok {
+				break
+			}
+			l.fire(uint32(data), uint32(data>>32))
+		}
+	}
+	if l.runq.len() > 0 || !l.inbox.Empty() {
+		return true, 0
+	}
+	if at, ok := l.wheel.NextDeadline(); ok {
+		if now == 0 {
+			now = l.now()
+		}
+		// A wheel bound that is not after now while nothing fired would make
+		// callers spin; wait a tick instead.
+		return true, time.Duration(max(at-now, int64(tick)))
+	}
+	return false, 0
+}
+
+// RunUntilIdle runs passes until no immediate work is left and no timer is
+// due.
+func (l *Loop) RunUntilIdle() {
+	for {
+		work, delay := l.Iterate()
+		if !work || delay > 0 {
+			return
+		}
+	}
+}
+
+// Run drives the loop until ctx is done (returning ctx.Err()) or Close is
+// called (returning nil), sleeping while nothing is due. A Post, a Resumer
+// or, with a ManualClock, Advance wakes it.
+func (l *Loop) Run(ctx context.Context) error {
+	l.owner.Store(goid())
+	l.driven = true
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if l.closed.Load() {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		work, delay := l.Iterate()
+		if work && delay == 0 {
+			continue
+		}
+		l.sleeping.Store(1)
+		if !l.inbox.Empty() || l.closed.Load() {
+			l.sleeping.Store(0)
+			continue
+		}
+		var timeC <-chan time.Time
+		if work && !l.manual {
+			if timer == nil {
+				timer = time.NewTimer(delay)
+			} else {
+				timer.Reset(delay)
+			}
+			timeC = timer.C
+		}
+		select {
+		case <-l.wakeCh:
+		case <-timeC:
+		case <-ctx.Done():
+		}
+		l.sleeping.Store(0)
+	}
+}
+
+// Close stops Run and makes further Posts fail. Flows still running stay
+// as they are; a closed loop can still be iterated by hand.
+func (l *Loop) Close() {
+	l.closed.Store(true)
+	select {
+	case l.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// fire runs the due timer in slot.
+func (l *Loop) fire(slot, gen uint32) {
+	cb := &l.cbs[slot]
+	if cb.gen != gen {
+		return
+	}
+	switch cb.kind {
+	case cbDeferred:
+		fn := cb.fn
+		l.freeCallback(slot)
+		l.callFunc(fn)
+	case cbTimeout:
+		r, n, seq, epoch := cb.r, cb.n, cb.seq, cb.epoch
+		l.freeCallback(slot)
+		if r.runEpoch != epoch || n.Seq != seq {
+			return
+		}
+		n.SetTimerSlot(0)
+		r.state.recordError(Timeout, "")
+		l.raise(r, threadOf(n), Timeout)
+	}
+}
+
+// runTask runs one queued immediate callback or flow step. The entry is
+// copied out and cleared first: pushes made while it runs may reuse it.
+func (l *Loop) runTask(t *task) {
+	r, th, tok, epoch, slot, gen := t.r, t.th, t.tok, t.epoch, t.slot, t.gen
+	if slot == 0 {
+		l.argsCur.copyFrom(&t.args)
+	}
+	*t = task{}
+	if slot != 0 {
+		cb := &l.cbs[slot]
+		if cb.gen != gen || cb.kind != cbImmediate {
+			return
+		}
+		fn := cb.fn
+		l.freeCallback(slot)
+		l.callFunc(fn)
+		return
+	}
+	if r.runEpoch != epoch || th.B != tok {
+		return // the flow ended or was unwound since this was queued
+	}
+	l.runThread(r, th)
+}
+
+// LoopStats is a snapshot of a loop's resource use.
+type LoopStats struct {
+	ArenaInUse    int64 // bytes allocated in the arenas of this loop's roots
+	ArenaReserved int64 // bytes of arena chunks held by this loop's roots
+	LiveRoots     int64 // roots created and not yet released or collected
+	RunningRoots  int64 // roots executing now
+	PooledRoots   int   // released roots kept for reuse
+	Timers        int   // pending timers
+	Queued        int   // immediate work queued
+	Panics        int64 // callback panics recovered (see WithPanicHandler)
+}
+
+// Stats returns the loop's resource use. Loop goroutine only. Once every
+// flow has completed, ArenaInUse is zero.
+func (l *Loop) Stats() LoopStats {
+	return LoopStats{
+		ArenaInUse:    l.acct.InUse,
+		ArenaReserved: l.acct.Reserved,
+		LiveRoots:     l.roots,
+		RunningRoots:  l.running,
+		PooledRoots:   len(l.pool),
+		Timers:        l.wheel.Len(),
+		Queued:        l.runq.len(),
+		Panics:        l.panics,
+	}
+}

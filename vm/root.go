@@ -1,0 +1,191 @@
+package vm
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/arena"
+	"github.com/stepvm/stepvm/opcodes"
+	"github.com/stepvm/stepvm/stackalloc"
+)
+
+// root status.
+const (
+	rootIdle uint8 = iota // not executed yet, or completed
+	rootRunning
+)
+
+// root is one flow: the Go side of an AsyncSteps root. Its steps and frames
+// are Nodes in mem's arena; the Go values they need are in slots.
+type root struct {
+	l    *Loop
+	mem  *rootMem
+	base *Node // OpRoot frame: level 0 queue and the main thread
+
+	slots     []slot
+	freeSlots []uint32
+	seq       uint32 // last Node.Seq handed out
+
+	// rootEpoch changes on Release: it invalidates every handle. runEpoch
+	// changes whenever the flow ends: it invalidates the step handles and
+	// queued tasks of that run without touching arena memory.
+	rootEpoch uint32
+	runEpoch  uint32
+
+	status  uint8
+	spawned bool
+	future  *Future
+	state   State
+	allocs  stackalloc.List
+}
+
+// rootMem is the part of a root the GC cleanup needs; it must not point
+// back at the root, or the root would never become unreachable.
+type rootMem struct {
+	a    arena.Arena
+	l    *Loop
+	live bool // counted in l.roots; loop goroutine only
+}
+
+// slot holds the Go values of one step: a closure, an error handler, boxed
+// values, or a loop label.
+type slot struct {
+	v any
+	s string
+}
+
+// NewSteps returns a new root, drawn from the loop's pool. Release it when
+// done; a root never released is reclaimed by the garbage collector with
+// its arena memory.
+func (l *Loop) NewSteps() AsyncSteps {
+	r := l.newRoot()
+	return AsyncSteps{r: r, epoch: r.rootEpoch}
+}
+
+func (l *Loop) newRoot() *root {
+	l.roots++
+	if k := len(l.pool); k > 0 {
+		r := l.pool[k-1]
+		l.pool[k-1] = nil
+		l.pool = l.pool[:k-1]
+		r.mem.live = true
+		r.base = r.newNode(opcodes.OpRoot)
+		r.base.SetTop(r.base)
+		return r
+	}
+	r := &root{l: l, mem: &rootMem{l: l, live: true}, slots: make([]slot, 1, 8)}
+	r.mem.a.Init(&l.acct)
+	runtime.AddCleanup(r, reclaim, r.mem)
+	r.base = r.newNode(opcodes.OpRoot)
+	r.base.SetTop(r.base)
+	return r
+}
+
+// reclaim returns the arena of a root the program dropped without Release.
+// It runs on the GC's cleanup goroutine, so it hands the work to the loop,
+// which owns the arena and its accounting; a closed loop's arenas go back
+// to the source directly.
+func reclaim(m *rootMem) {
+	if !m.l.Post(func() { m.l.reclaimMem(m) }) {
+		m.a.Abandon()
+	}
+}
+
+func (l *Loop) reclaimMem(m *rootMem) {
+	m.a.Release()
+	if m.live {
+		m.live = false
+		l.roots--
+	}
+}
+
+// release ends the root's life as a handle target: every handle turns
+// invalid and the root goes back to the pool.
+func (l *Loop) release(r *root) {
+	if r.status == rootRunning {
+		l.cancelRoot(r)
+	}
+	r.rootEpoch++
+	r.runEpoch++
+	r.resetRun()
+	r.base = nil
+	r.state.reset()
+	r.spawned = false
+	r.future = nil
+	r.mem.live = false
+	l.roots--
+	if len(l.pool) < poolMax {
+		l.pool = append(l.pool, r)
+		return
+	}
+	r.mem.a.Release()
+	r.mem.a.Init(&l.acct) // the root object may still be reached through stale handles
+}
+
+// resetRun frees everything a run allocated: nodes, slots, stack memory.
+func (r *root) resetRun() {
+	clear(r.slots)
+	r.slots = r.slots[:1]
+	r.freeSlots = r.freeSlots[:0]
+	r.allocs.Reset()
+	r.mem.a.Reset()
+	r.base = nil
+}
+
+// put stores v in a free slot and returns its number.
+func (r *root) put(v any) uint32 {
+	if k := len(r.freeSlots); k > 0 {
+		i := r.freeSlots[k-1]
+		r.freeSlots = r.freeSlots[:k-1]
+		r.slots[i].v = v
+		return i
+	}
+	r.slots = append(r.slots, slot{v: v})
+	return uint32(len(r.slots) - 1)
+}
+
+func (r *root) putLabel(label string) uint32 {
+	i := r.put(nil)
+	r.slots[i].s = label
+	return i
+}
+
+func (r *root) freeSlot(i uint32) {
+	if i != 0 {
+		r.slots[i] = slot{}
+		r.freeSlots = append(r.freeSlots, i)
+	}
+}
+
+func (r *root) newNode(op opcodes.Op) *Node {
+	n := (*Node)(r.mem.a.Alloc(opcodes.NodeSize))
+	n.Op = op
+	r.seq++
+	if r.seq == 0 {
+		r.seq = 1
+	}
+	n.Seq = r.seq
+	return n
+}
+
+// freeNode releases a node that is neither queued nor a frame any more,
+// with the slots its operands hold.
+func (r *root) freeNode(n *Node) {
+	switch n.Op {
+	case opcodes.OpExec, opcodes.OpSuccess, opcodes.OpParallel, opcodes.OpLoop, opcodes.OpRepeat:
+		r.freeSlot(n.Fn)
+		r.freeSlot(n.Err)
+	}
+	n.Seq = 0
+	r.mem.a.Free(unsafe.Pointer(n), opcodes.NodeSize)
+}
+
+// freeQueue frees the nodes queued on n, recursively.
+func (r *root) freeQueue(n *Node) {
+	for s := n.Pop(); s != nil; s = n.Pop() {
+		if s.Head != nil {
+			r.freeQueue(s)
+		}
+		r.freeNode(s)
+	}
+}

@@ -1,0 +1,51 @@
+package vm
+
+import (
+	"unsafe"
+
+	"github.com/stepvm/stepvm/opcodes"
+	"github.com/stepvm/stepvm/stackalloc"
+)
+
+// Stack returns a zero T that lives as long as the current step (FTN12
+// 1.14): it is freed when the step ends by success, error or cancel.
+//
+// A T without Go pointers comes from the root's arena, at no cost to the
+// garbage collector. A T that holds Go pointers (strings, slices, maps,
+// pointers, interfaces, funcs) must stay visible to the collector, so it is
+// allocated on the Go heap and the step keeps it reachable until it ends.
+// Stack returns nil for an invalid handle.
+func Stack[T any](as AsyncSteps) *T {
+	n, ok := as.running("Stack")
+	if !ok {
+		return nil
+	}
+	r := as.r
+	if stackalloc.HasPointers[T]() {
+		p := new(T)
+		d := r.put(p)
+		r.allocs.Alloc(&r.mem.a, 0, uint64(n.Seq), d)
+		n.Flags |= opcodes.FlagStack
+		return p
+	}
+	n.Flags |= opcodes.FlagStack
+	return stackalloc.New[T](&r.allocs, &r.mem.a, uint64(n.Seq), 0)
+}
+
+// StackRaw returns size zeroed bytes of arena memory that live as long as
+// the current step; destroy, if not nil, runs with them when the step
+// ends, innermost allocation first. The memory is invisible to the garbage
+// collector: never store Go pointers in it.
+func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
+	n, ok := as.running("StackRaw")
+	if !ok || size < 0 {
+		return nil
+	}
+	r := as.r
+	var d uint32
+	if destroy != nil {
+		d = r.put(destroy)
+	}
+	n.Flags |= opcodes.FlagStack
+	return r.allocs.Alloc(&r.mem.a, uintptr(size), uint64(n.Seq), d)
+}

@@ -1,0 +1,467 @@
+package vm
+
+import (
+	"time"
+
+	"github.com/stepvm/stepvm/opcodes"
+)
+
+// AsyncSteps is a handle on a flow: a root, a running step, or the
+// accessor Parallel returns. It is a small value (think netip.Addr) that
+// carries generations, so a copy kept past the life of its step or root is
+// detected: Valid reports false, and calls through it end as InternalError
+// of the calling flow without touching the flow that now uses the memory.
+// The zero value is invalid.
+//
+// Which methods apply where follows FTN12 2.2: the common API anywhere,
+// the execution API inside a step's function (Success and Error also in
+// its error handler, and from outside while the step waits for an external
+// event), the control API on roots only.
+type AsyncSteps struct {
+	r     *root
+	n     *Node // nil: the root itself
+	seq   uint32
+	epoch uint32
+}
+
+// ExecFunc is a step: it receives the values the previous step succeeded
+// with.
+type ExecFunc func(as AsyncSteps, args Args)
+
+// ErrorFunc handles an error raised by its step or the step's sub-steps.
+type ErrorFunc func(as AsyncSteps, code string)
+
+// CancelFunc cancels what a waiting step waits for.
+type CancelFunc func(as AsyncSteps)
+
+// ISync is a synchronization primitive steps can enter (FTN12 1.11): Sync
+// adds to as the steps that run fn inside the critical section.
+type ISync interface {
+	Sync(as AsyncSteps, fn ExecFunc, onError ErrorFunc)
+}
+
+// frame resolves a handle on a running step.
+func (as AsyncSteps) frame() (*Node, bool) {
+	r := as.r
+	if r == nil || as.n == nil || as.epoch != r.runEpoch || as.n.Seq != as.seq {
+		return nil, false
+	}
+	return as.n, as.n.Flags&opcodes.FlagRunning != 0
+}
+
+// Valid reports whether the handle can be used (FTN12's boolean cast).
+func (as AsyncSteps) Valid() bool {
+	r := as.r
+	if r == nil {
+		return false
+	}
+	if as.n == nil {
+		return as.epoch == r.rootEpoch
+	}
+	return as.epoch == r.runEpoch && as.n.Seq == as.seq
+}
+
+// Tool returns the event loop running the flow (FTN12's AsyncTool).
+func (as AsyncSteps) Tool() *Loop {
+	if as.r == nil {
+		return nil
+	}
+	return as.r.l
+}
+
+// State returns the flow's state, or nil for an invalid handle.
+func (as AsyncSteps) State() *State {
+	if !as.Valid() {
+		return nil
+	}
+	return &as.r.state
+}
+
+// misuse reports a violation of the API (FTN12 2.1). Inside user code run
+// by the loop it raises InternalError in the flow being run, by panicking
+// into the VM's recovery; outside, it fails root r if r is running, and is
+// ignored otherwise.
+func (l *Loop) misuse(r *root, info string) {
+	if l.depth > 0 {
+		panic(&Error{Code: InternalError, Info: info})
+	}
+	if r != nil && r.status == rootRunning {
+		r.state.recordError(InternalError, info)
+		l.raise(r, r.base, InternalError)
+	}
+}
+
+// misuseAny reports misuse through a handle that may be invalid.
+func (as AsyncSteps) misuse(info string) {
+	r := as.r
+	if r == nil {
+		return
+	}
+	if as.n == nil && as.epoch == r.rootEpoch {
+		r.l.misuse(r, info)
+		return
+	}
+	if as.n != nil && as.epoch == r.runEpoch && as.n.Seq == as.seq {
+		r.l.misuse(r, info)
+		return
+	}
+	r.l.misuse(nil, info) // stale: only the calling flow may be failed
+}
+
+// target returns the node whose queue steps added through as go to.
+func (as AsyncSteps) target(what string) *Node {
+	r := as.r
+	if r == nil {
+		return nil
+	}
+	if as.n == nil {
+		if as.epoch != r.rootEpoch {
+			r.l.misuse(nil, what+" on a released root")
+			return nil
+		}
+		if r.status == rootRunning {
+			r.l.misuse(r, what+" on a running root: add sub-steps inside a step")
+			return nil
+		}
+		return r.ensureBase()
+	}
+	n := as.n
+	if as.epoch != r.runEpoch || n.Seq != as.seq {
+		r.l.misuse(nil, what+" through the handle of a step that has ended")
+		return nil
+	}
+	switch {
+	case n.Flags&opcodes.FlagRunning == 0: // a parallel accessor
+		return n
+	case n.Flags&opcodes.FlagCanceling != 0:
+		return nil
+	case n == r.l.inCall:
+		return n
+	case n.Op == opcodes.OpParallel:
+		r.l.misuse(r, what+" on a parallel step that has already started")
+	default:
+		r.l.misuse(r, what+" outside of the step's execution")
+	}
+	return nil
+}
+
+func (r *root) ensureBase() *Node {
+	if r.base == nil {
+		r.base = r.newNode(opcodes.OpRoot)
+		r.base.SetTop(r.base)
+	}
+	return r.base
+}
+
+// Add adds a step with an optional error handler: on a root, to level 0;
+// inside a step, as a sub-step; on a parallel accessor, as a branch.
+func (as AsyncSteps) Add(fn ExecFunc, onError ...ErrorFunc) AsyncSteps {
+	if fn == nil {
+		as.misuse("Add with a nil step function")
+		return as
+	}
+	q := as.target("Add")
+	if q == nil {
+		return as
+	}
+	r := as.r
+	n := r.newNode(opcodes.OpExec)
+	n.Fn = r.put(fn)
+	if len(onError) > 0 && onError[0] != nil {
+		n.Err = r.put(onError[0])
+	}
+	q.Push(n)
+	return as
+}
+
+// Parallel adds a step whose branches run concurrently, and returns the
+// accessor that adds branches (with Add, Loop, Repeat, ForEach). The step
+// succeeds, with no values, once every branch has; the first error cancels
+// the other branches and goes to onError.
+func (as AsyncSteps) Parallel(onError ...ErrorFunc) AsyncSteps {
+	q := as.target("Parallel")
+	if q == nil {
+		return AsyncSteps{}
+	}
+	r := as.r
+	n := r.newNode(opcodes.OpParallel)
+	if len(onError) > 0 && onError[0] != nil {
+		n.Err = r.put(onError[0])
+	}
+	q.Push(n)
+	return AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
+}
+
+// SuccessStep adds a step that succeeds with vals (FTN12 1.12).
+func (as AsyncSteps) SuccessStep(vals ...Value) AsyncSteps {
+	if len(vals) > MaxArgs {
+		as.misuse("SuccessStep with more than 4 values")
+		return as
+	}
+	q := as.target("SuccessStep")
+	if q == nil {
+		return as
+	}
+	r := as.r
+	n := r.newNode(opcodes.OpSuccess)
+	b := new(argBuf)
+	b.set(vals)
+	n.Fn = r.put(b)
+	q.Push(n)
+	return as
+}
+
+// Sync adds a step that runs fn inside obj's critical section (FTN12
+// 1.11.3).
+func (as AsyncSteps) Sync(obj ISync, fn ExecFunc, onError ...ErrorFunc) AsyncSteps {
+	if obj == nil || fn == nil {
+		as.misuse("Sync with a nil object or step function")
+		return as
+	}
+	var eh ErrorFunc
+	if len(onError) > 0 {
+		eh = onError[0]
+	}
+	obj.Sync(as, fn, eh)
+	return as
+}
+
+// Success completes the step with up to four values for the next step.
+// A step that added sub-steps completes when they do; calling Success on it
+// is an InternalError.
+func (as AsyncSteps) Success(vals ...Value) {
+	n, ok := as.frame()
+	if !ok {
+		as.misuse("Success through an invalid handle: only a running step can succeed")
+		return
+	}
+	r := as.r
+	if n.Flags&opcodes.FlagCanceling != 0 {
+		return
+	}
+	if n.Head != nil || n.Flags&opcodes.FlagChild != 0 {
+		r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
+		return
+	}
+	if n.Op == opcodes.OpParallel && n.Flags&opcodes.FlagInError == 0 {
+		r.l.misuse(r, "Success on a parallel step")
+		return
+	}
+	if len(vals) > MaxArgs {
+		r.l.misuse(r, "Success with more than 4 values")
+		return
+	}
+	var b argBuf
+	b.set(vals)
+	r.l.complete(r, threadOf(n), n, &b)
+}
+
+// Error completes the step with an error: code goes to the error handlers
+// (FTN12 1.2) and info becomes the state's ErrorInfo. Inside the step's
+// function or error handler it does not return: it unwinds to the VM.
+// Called from elsewhere on the loop (say, a timer callback while the step
+// waits for an external event) it delivers the error and returns.
+func (as AsyncSteps) Error(code string, info ...string) {
+	n, ok := as.frame()
+	if !ok {
+		as.misuse("Error through an invalid handle: only a running step can fail")
+		return
+	}
+	r := as.r
+	l := r.l
+	var inf string
+	if len(info) > 0 {
+		inf = info[0]
+	}
+	if code == "" {
+		code = InternalError
+	}
+	if n.Flags&opcodes.FlagCanceling == 0 {
+		r.state.recordError(code, inf)
+	}
+	if n == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
+		l.pend.code = code
+		panic(unwindError)
+	}
+	if n.Flags&opcodes.FlagChild != 0 && n.Flags&opcodes.FlagInError == 0 {
+		l.misuse(r, "Error through the handle of a step whose sub-steps are running")
+		return
+	}
+	l.raise(r, threadOf(n), code)
+}
+
+// running returns the frame of a step that may configure itself: one that
+// runs, is not being canceled and has no running sub-step.
+func (as AsyncSteps) running(what string) (*Node, bool) {
+	n, ok := as.frame()
+	if !ok || n.Op.IsLoop() || n.Op == opcodes.OpParallel {
+		as.misuse(what + " outside of a running step")
+		return nil, false
+	}
+	if n.Flags&opcodes.FlagCanceling != 0 {
+		return nil, false
+	}
+	if n.Flags&opcodes.FlagChild != 0 {
+		as.r.l.misuse(as.r, what+" on a step whose sub-steps are running")
+		return nil, false
+	}
+	return n, true
+}
+
+// SetTimeout makes the step fail with Timeout unless it completes within
+// d; a second call replaces the first. It disables implicit success.
+func (as AsyncSteps) SetTimeout(d time.Duration) {
+	n, ok := as.running("SetTimeout")
+	if !ok {
+		return
+	}
+	l := as.r.l
+	if ts := n.TimerSlot(); ts != 0 {
+		l.stopTimer(ts)
+	}
+	slot, cb := l.newCallback(cbTimeout)
+	cb.r, cb.n, cb.seq, cb.epoch = as.r, n, n.Seq, as.r.runEpoch
+	cb.tm = l.wheel.Add(l.now()+int64(max(d, 0)), uint64(slot)|uint64(cb.gen)<<32)
+	n.SetTimerSlot(slot)
+}
+
+// SetCancel sets the function that cancels what the step waits for; it runs
+// when the flow is canceled, times out, or fails past this step. It
+// disables implicit success.
+func (as AsyncSteps) SetCancel(fn CancelFunc) {
+	n, ok := as.running("SetCancel")
+	if !ok || fn == nil {
+		return
+	}
+	r := as.r
+	if cs := n.CancelSlot(); cs != 0 {
+		r.slots[cs].v = fn
+		return
+	}
+	n.SetCancelSlot(r.put(fn))
+}
+
+// WaitExternal disables implicit success: the step waits until Success or
+// Error is called on it (FTN12 1.6).
+func (as AsyncSteps) WaitExternal() {
+	if n, ok := as.running("WaitExternal"); ok {
+		n.Flags |= opcodes.FlagWait
+	}
+}
+
+// Execute starts a root (FTN12 2.2.3). The first step runs in a later turn
+// of the loop. Executing a root that is still running is an InternalError
+// of that flow.
+func (as AsyncSteps) Execute() {
+	r := as.r
+	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
+		as.misuse("Execute on a handle that is not a live root")
+		return
+	}
+	l := r.l
+	if r.status == rootRunning {
+		l.misuse(r, "Execute on a root that is still running")
+		return
+	}
+	r.status = rootRunning
+	l.running++
+	l.pushFlow(r, r.ensureBase(), nil)
+}
+
+// Cancel cancels a running root: cancel handlers run innermost first, and
+// no further step runs. The flow's Future reports ErrCanceled.
+func (as AsyncSteps) Cancel() {
+	r := as.r
+	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
+		as.misuse("Cancel on a handle that is not a live root")
+		return
+	}
+	r.l.cancelRoot(r)
+}
+
+// Release returns a root to the loop's pool; every handle on it turns
+// invalid. A running root is canceled first.
+func (as AsyncSteps) Release() {
+	r := as.r
+	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
+		as.misuse("Release on a handle that is not a live root")
+		return
+	}
+	r.l.release(r)
+}
+
+// Spawn runs fn as a new root from the loop's pool, released when it
+// completes: the one-flow-per-request pattern.
+func (l *Loop) Spawn(fn ExecFunc, onError ...ErrorFunc) {
+	r := l.newRoot()
+	r.spawned = true
+	as := AsyncSteps{r: r, epoch: r.rootEpoch}
+	as.Add(fn, onError...)
+	as.Execute()
+}
+
+// NewInstance returns a new root on the same loop.
+func (as AsyncSteps) NewInstance() AsyncSteps {
+	if as.r == nil {
+		return AsyncSteps{}
+	}
+	return as.r.l.NewSteps()
+}
+
+// CopyFrom copies the steps of model (a root that is not running) to as,
+// and the state variables as lacks (FTN12 1.5). The model is not executed;
+// its closures are shared, not recreated.
+func (as AsyncSteps) CopyFrom(model AsyncSteps) AsyncSteps {
+	m := model.r
+	if m == nil || model.n != nil || model.epoch != m.rootEpoch || m.status == rootRunning {
+		as.misuse("CopyFrom of a model that is not an idle root")
+		return as
+	}
+	q := as.target("CopyFrom")
+	if q == nil {
+		return as
+	}
+	r := as.r
+	if m.base != nil {
+		r.copyQueue(q, m, m.base)
+	}
+	r.state.copyMissing(&m.state)
+	return as
+}
+
+// Clone returns a new root with the steps and state of this one.
+func (as AsyncSteps) Clone() AsyncSteps {
+	if as.r == nil || as.n != nil || as.epoch != as.r.rootEpoch {
+		as.misuse("Clone of a handle that is not a live root")
+		return AsyncSteps{}
+	}
+	c := as.r.l.NewSteps()
+	return c.CopyFrom(as)
+}
+
+// copyQueue appends copies of the nodes queued on from (of root m) to q.
+func (r *root) copyQueue(q *Node, m *root, from *Node) {
+	last := from.Tail
+	for s := from.Head; s != nil; s = s.Next {
+		c := r.newNode(s.Op)
+		c.Fn = r.copySlot(m, s.Fn)
+		c.Err = r.copySlot(m, s.Err)
+		c.A, c.B = s.A, s.B
+		if s.Head != nil {
+			r.copyQueue(c, m, s)
+		}
+		q.Push(c)
+		if s == last {
+			break
+		}
+	}
+}
+
+func (r *root) copySlot(m *root, i uint32) uint32 {
+	if i == 0 {
+		return 0
+	}
+	j := r.put(m.slots[i].v)
+	r.slots[j].s = m.slots[i].s
+	return j
+}

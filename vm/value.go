@@ -1,0 +1,250 @@
+package vm
+
+import (
+	"math"
+	"strconv"
+	"unsafe"
+)
+
+// Kind is the type held by a Value.
+type Kind uint8
+
+const (
+	KindNone Kind = iota // the zero Value, and Args.Get past Len
+	KindInt
+	KindUint
+	KindFloat
+	KindBool
+	KindString
+	KindBytes
+	KindAny
+)
+
+var kindNames = [...]string{"none", "int", "uint", "float", "bool", "string", "bytes", "any"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// Value is a tagged union of the values steps pass to each other. Scalars,
+// strings and byte slices are stored without allocation; Any boxes its
+// argument. The zero Value has KindNone.
+type Value struct {
+	ptr  unsafe.Pointer // string or bytes data; *any for KindAny
+	num  uint64         // scalar bits, or the length of a string or bytes
+	kind Kind
+}
+
+func Int(v int64) Value     { return Value{num: uint64(v), kind: KindInt} }
+func Uint(v uint64) Value   { return Value{num: v, kind: KindUint} }
+func Float(v float64) Value { return Value{num: math.Float64bits(v), kind: KindFloat} }
+func Bool(v bool) Value {
+	var n uint64
+	if v {
+		n = 1
+	}
+	return Value{num: n, kind: KindBool}
+}
+func Str(v string) Value {
+	return Value{ptr: unsafe.Pointer(unsafe.StringData(v)), num: uint64(len(v)), kind: KindString}
+}
+
+// Bytes wraps b without copying: the receiving step sees the same array.
+func Bytes(b []byte) Value {
+	return Value{ptr: unsafe.Pointer(unsafe.SliceData(b)), num: uint64(len(b)), kind: KindBytes}
+}
+
+// Any boxes v; it allocates unless v is nil.
+func Any(v any) Value {
+	if v == nil {
+		return Value{kind: KindAny}
+	}
+	return Value{ptr: unsafe.Pointer(&v), kind: KindAny}
+}
+
+func (v Value) Kind() Kind { return v.kind }
+
+// Int returns the value as int64: ints and uints as they are, floats
+// truncated, bools as 0 or 1, and 0 for other kinds.
+func (v Value) Int() int64 {
+	switch v.kind {
+	case KindInt, KindUint, KindBool:
+		return int64(v.num)
+	case KindFloat:
+		return int64(math.Float64frombits(v.num))
+	}
+	return 0
+}
+
+// Uint is Int converted to uint64.
+func (v Value) Uint() uint64 {
+	if v.kind == KindUint {
+		return v.num
+	}
+	return uint64(v.Int())
+}
+
+func (v Value) Float() float64 {
+	switch v.kind {
+	case KindFloat:
+		return math.Float64frombits(v.num)
+	case KindInt, KindBool:
+		return float64(int64(v.num))
+	case KindUint:
+		return float64(v.num)
+	}
+	return 0
+}
+
+func (v Value) Bool() bool {
+	switch v.kind {
+	case KindString, KindBytes:
+		return v.num != 0
+	case KindAny:
+		return v.ptr != nil
+	}
+	return v.num != 0
+}
+
+// String returns a string value as is and formats the other kinds, so that
+// traces can print any Value.
+func (v Value) String() string {
+	switch v.kind {
+	case KindString:
+		return unsafe.String((*byte)(v.ptr), int(v.num))
+	case KindBytes:
+		return string(unsafe.Slice((*byte)(v.ptr), int(v.num)))
+	case KindInt:
+		return strconv.FormatInt(int64(v.num), 10)
+	case KindUint:
+		return strconv.FormatUint(v.num, 10)
+	case KindFloat:
+		return strconv.FormatFloat(math.Float64frombits(v.num), 'g', -1, 64)
+	case KindBool:
+		return strconv.FormatBool(v.num != 0)
+	case KindAny:
+		if a := v.Any(); a != nil {
+			if s, ok := a.(interface{ String() string }); ok {
+				return s.String()
+			}
+			return "<any>"
+		}
+		return "<nil>"
+	}
+	return ""
+}
+
+// Bytes returns the bytes of a bytes or string value (for a string, a read
+// only view of its data), and nil otherwise.
+func (v Value) Bytes() []byte {
+	switch v.kind {
+	case KindBytes, KindString:
+		return unsafe.Slice((*byte)(v.ptr), int(v.num))
+	}
+	return nil
+}
+
+// Any returns the value boxed: the argument of Any as it was, and the Go
+// value of the other kinds (which allocates for most of them).
+func (v Value) Any() any {
+	switch v.kind {
+	case KindAny:
+		if v.ptr == nil {
+			return nil
+		}
+		return *(*any)(v.ptr)
+	case KindInt:
+		return int64(v.num)
+	case KindUint:
+		return v.num
+	case KindFloat:
+		return v.Float()
+	case KindBool:
+		return v.num != 0
+	case KindString:
+		return v.String()
+	case KindBytes:
+		return v.Bytes()
+	}
+	return nil
+}
+
+// MaxArgs is the most values one step passes to the next (the limit of the
+// FTN12 binary interface).
+const MaxArgs = 4
+
+// argBuf holds the values passed from one step to the next.
+type argBuf struct {
+	v [MaxArgs]Value
+	n uint8
+}
+
+func (b *argBuf) set(vals []Value) {
+	b.n = uint8(copy(b.v[:], vals))
+}
+
+func (b *argBuf) copyFrom(o *argBuf) {
+	b.n = o.n
+	for i := uint8(0); i < o.n; i++ {
+		b.v[i] = o.v[i]
+	}
+}
+
+func (b *argBuf) clear() {
+	for i := uint8(0); i < b.n; i++ {
+		b.v[i] = Value{}
+	}
+	b.n = 0
+}
+
+// Args are the values the previous step succeeded with. An Args passed to a
+// step function is a view valid only until that function returns: copy the
+// Values out to keep them. (Values of strings and bytes share memory with
+// the sender.)
+type Args struct{ b *argBuf }
+
+func (a Args) Len() int {
+	if a.b == nil {
+		return 0
+	}
+	return int(a.b.n)
+}
+
+// Get returns value i, or the zero Value when i is out of range.
+func (a Args) Get(i int) Value {
+	if a.b == nil || uint(i) >= uint(a.b.n) {
+		return Value{}
+	}
+	return a.b.v[i]
+}
+
+func (a Args) Int(i int) int64     { return a.Get(i).Int() }
+func (a Args) Uint(i int) uint64   { return a.Get(i).Uint() }
+func (a Args) Float(i int) float64 { return a.Get(i).Float() }
+func (a Args) Bool(i int) bool     { return a.Get(i).Bool() }
+func (a Args) String(i int) string { return a.Get(i).String() }
+func (a Args) BytesAt(i int) []byte {
+	return a.Get(i).Bytes()
+}
+func (a Args) Any(i int) any { return a.Get(i).Any() }
+
+// Values copies the values out.
+func (a Args) Values() []Value {
+	if a.Len() == 0 {
+		return nil
+	}
+	return append([]Value(nil), a.b.v[:a.b.n]...)
+}
+
+// detach returns Args that own a copy of the values, for use after the
+// step that received them has ended (Future results).
+func (a Args) detach() Args {
+	b := new(argBuf)
+	if a.b != nil {
+		b.copyFrom(a.b)
+	}
+	return Args{b}
+}
