@@ -1,0 +1,77 @@
+// Package vm runs FutoIn AsyncSteps flows (FTN12 v1.14) as a step VM: steps
+// are encoded as fixed-size instruction records (package opcodes) in
+// per-root off-heap arenas (package arena) and executed by one dispatch
+// loop, driven by an event loop with a hierarchical timer wheel. Other
+// goroutines hand work in through a lock-free ring (package ringbuf). The
+// hot paths allocate nothing on the Go heap.
+//
+// # Flows
+//
+// A flow is a root (NewSteps, Spawn) and the steps added to it. Add queues
+// a step; inside a running step, Add queues a sub-step, which runs after the
+// step's function returns, before the step's next sibling (FTN12 1.1). A
+// step completes by Success (passing up to four Values to the next step as
+// Args), by Error, or implicitly when its function returns without adding
+// sub-steps, setting a timeout or cancel handler, or calling WaitExternal
+// (FTN12 1.6). A step with sub-steps completes when the last of them does,
+// with that sub-step's values.
+//
+// # Scheduling
+//
+// The rules below make every trace deterministic under a ManualClock:
+//
+//   - Each step's function, and each loop iteration's body, runs in its own
+//     turn of the loop. Turns are FIFO: Execute, a completion, or a branch
+//     start queues the flow's next step behind the work already queued.
+//     (A flow whose step is ready while the run queue is otherwise empty
+//     keeps running without going through the queue; nothing can tell the
+//     difference except timers due in the same pass.)
+//   - Execute does not run anything: the first step runs in a later turn.
+//   - Completion is synchronous: Success pops the step, and every enclosing
+//     step whose queue is drained completes with it, in the same call.
+//   - A parallel step starts its branches in the order added, each queuing
+//     its first step; branches then interleave turn by turn.
+//   - Error handlers and cancel handlers run synchronously, inside the turn
+//     (or external call) that raised the error or canceled the flow.
+//   - Timers fire after the immediate work of a pass, in deadline order
+//     (rounded up to the 1 ms tick), ties in the order they were set.
+//
+// # Errors
+//
+// Error unwinds from the innermost running step of its thread (for a
+// timeout, too: its sub-steps' handlers see Timeout first). For each frame
+// on the way, innermost first: its timeout is stopped, its cancel handler
+// runs, then its error handler, if it has one that has not run yet. The
+// handler may Success (the flow continues after that step, with the
+// values), Error (the code changes and unwinding goes on), add steps (they
+// run as that step's sub-steps; the handler is retired so it is not called
+// again for their errors; FTN12 1.2.1) or return (unwinding goes on). An
+// error that leaves a parallel branch cancels the other branches and
+// continues in the parallel step's thread. One that leaves the root ends
+// the flow; its Future reports it.
+//
+// A panic in a step function or handler becomes an error of its flow:
+// InternalError with the panic value as LastException and its text as
+// ErrorInfo, except panic(*Error), which raises that error's code and info.
+// API misuse (Success after Add, Success twice, calls through the handle of
+// a step that has ended, Execute on a running root, Add on a running root
+// from outside) raises InternalError with a descriptive ErrorInfo in the
+// flow that made the call.
+//
+// # Loops
+//
+// Loop, Repeat, ForEach and ForEachMap add one step that runs the body as
+// an iteration frame, one iteration per turn. Break and Continue are not
+// errors: they unwind to the innermost loop (or the labelled one) running
+// the cancel handlers of the steps they leave but not their error
+// handlers. Leaving a parallel branch this way cancels its siblings.
+//
+// # Threads and memory
+//
+// A Loop belongs to one goroutine. Resumer and Post are the only entry
+// points for other goroutines. Roots come from a per-loop pool; Release
+// returns them, and a dropped root is reclaimed by the garbage collector
+// together with its arena. Handles (AsyncSteps values) carry generations:
+// a stale handle is detected without reading memory that another flow may
+// own.
+package vm
