@@ -1,0 +1,163 @@
+package vm_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// The hot paths allocate nothing once the loop and its pools are warm.
+// Each test fails on the first allocation. Step functions are prepared
+// outside the measured function, as a service would prepare them once.
+
+func assertNoAllocs(t *testing.T, name string, warm int, fn func()) {
+	t.Helper()
+	for range warm {
+		fn()
+	}
+	if n := testing.AllocsPerRun(1000, fn); n != 0 {
+		t.Fatalf("%s: %v allocations per run, want 0", name, n)
+	}
+}
+
+var (
+	emptyStep = func(vm.AsyncSteps, vm.Args) {}
+	sink      int64
+)
+
+func TestZeroAllocRootLifecycle(t *testing.T) {
+	l := vm.NewLoop()
+	assertNoAllocs(t, "NewSteps+Add+Execute+RunUntilIdle+Release", 10, func() {
+		as := l.NewSteps()
+		as.Add(emptyStep)
+		as.Execute()
+		l.RunUntilIdle()
+		as.Release()
+	})
+	assertNoAllocs(t, "Spawn+RunUntilIdle", 10, func() {
+		l.Spawn(emptyStep)
+		l.RunUntilIdle()
+	})
+	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
+		t.Fatalf("stats after the runs: %+v", s)
+	}
+}
+
+func TestZeroAllocSubStepsWithValues(t *testing.T) {
+	l := vm.NewLoop()
+	s1 := func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1), vm.Str("one")) }
+	s2 := func(as vm.AsyncSteps, a vm.Args) { as.Success(vm.Int(a.Int(0)+1), vm.Str("two")) }
+	s3 := func(as vm.AsyncSteps, a vm.Args) { sink += a.Int(0) + int64(len(a.String(1))) }
+	parent := func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(s1)
+		as.Add(s2)
+		as.Add(s3)
+	}
+	assertNoAllocs(t, "three sub-steps with Int and Str", 10, func() {
+		l.Spawn(parent)
+		l.RunUntilIdle()
+	})
+}
+
+func TestZeroAllocRepeat(t *testing.T) {
+	l := vm.NewLoop()
+	body := func(as vm.AsyncSteps, i int) { sink += int64(i) }
+	step := func(as vm.AsyncSteps, _ vm.Args) { as.Repeat(1000, body) }
+	assertNoAllocs(t, "1,000 Repeat iterations", 3, func() {
+		l.Spawn(step)
+		l.RunUntilIdle()
+	})
+}
+
+func TestZeroAllocLoopBreak(t *testing.T) {
+	l := vm.NewLoop()
+	n := 0
+	body := func(as vm.AsyncSteps) {
+		if n++; n%10 == 0 {
+			as.Break()
+		}
+	}
+	step := func(as vm.AsyncSteps, _ vm.Args) { as.Loop(body) }
+	labelled := func(as vm.AsyncSteps, _ vm.Args) { as.Loop(body, "OUTER") }
+	assertNoAllocs(t, "Loop left with Break", 10, func() {
+		l.Spawn(step)
+		l.RunUntilIdle()
+	})
+	assertNoAllocs(t, "labelled Loop left with Break", 10, func() {
+		l.Spawn(labelled)
+		l.RunUntilIdle()
+	})
+}
+
+func TestZeroAllocErrorRecovered(t *testing.T) {
+	l := vm.NewLoop()
+	failing := func(as vm.AsyncSteps, _ vm.Args) { as.Error("E", "info") }
+	handler := func(as vm.AsyncSteps, code string) { as.Success() }
+	assertNoAllocs(t, "Error recovered by its handler", 10, func() {
+		l.Spawn(failing, handler)
+		l.RunUntilIdle()
+	})
+}
+
+func TestZeroAllocTimeoutResumer(t *testing.T) {
+	l := vm.NewLoop()
+	var res vm.Resumer
+	waiting := func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(time.Second)
+		res = as.Resumer()
+	}
+	assertNoAllocs(t, "SetTimeout then Resumer completion", 10, func() {
+		l.Spawn(waiting)
+		l.RunUntilIdle()
+		if !res.Success(vm.Int(1)) {
+			panic("resumer refused")
+		}
+		l.RunUntilIdle()
+	})
+	if s := l.Stats(); s.Timers != 0 || s.RunningRoots != 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
+func TestZeroAllocDeferredCancel(t *testing.T) {
+	l := vm.NewLoop()
+	fn := func() { sink++ }
+	assertNoAllocs(t, "Deferred+Cancel", 10, func() {
+		h := l.Deferred(time.Minute, fn)
+		l.Cancel(h)
+	})
+}
+
+func TestZeroAllocParallel(t *testing.T) {
+	l := vm.NewLoop()
+	branch := func(as vm.AsyncSteps, _ vm.Args) { sink++ }
+	step := func(as vm.AsyncSteps, _ vm.Args) {
+		as.Parallel().Add(branch).Add(branch).Add(branch).Add(branch)
+	}
+	assertNoAllocs(t, "Parallel of 4 branches", 10, func() {
+		l.Spawn(step)
+		l.RunUntilIdle()
+	})
+}
+
+func TestZeroAllocPostFromAnotherGoroutine(t *testing.T) {
+	l := vm.NewLoop()
+	fn := func() { sink++ }
+	// A long-lived goroutine posts on request, so that only Post and the
+	// loop's drain are measured, not goroutine creation.
+	req := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		for range req {
+			l.Post(fn)
+			done <- struct{}{}
+		}
+	}()
+	defer close(req)
+	assertNoAllocs(t, "Post from another goroutine", 10, func() {
+		req <- struct{}{}
+		<-done
+		l.RunUntilIdle()
+	})
+}

@@ -1,0 +1,68 @@
+package vm_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Micro-benchmarks of the interpreter's paths, for profiling. The tracked
+// comparisons against goroutines live in package benchmarks.
+
+func BenchmarkInterpSimple(b *testing.B) {
+	l := vm.NewLoop()
+	b.ReportAllocs()
+	for b.Loop() {
+		as := l.NewSteps()
+		as.Add(emptyStep)
+		as.Execute()
+		l.RunUntilIdle()
+		as.Release()
+	}
+}
+
+func BenchmarkInterpSpawn(b *testing.B) {
+	l := vm.NewLoop()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Spawn(emptyStep)
+		l.RunUntilIdle()
+	}
+}
+
+func BenchmarkInterpRepeat(b *testing.B) {
+	l := vm.NewLoop()
+	body := func(vm.AsyncSteps, int) {}
+	b.ReportAllocs()
+	l.Spawn(func(as vm.AsyncSteps, _ vm.Args) { as.Repeat(b.N, body) })
+	b.ResetTimer()
+	l.RunUntilIdle()
+}
+
+func BenchmarkInterpErrorPath(b *testing.B) {
+	l := vm.NewLoop()
+	failing := func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") }
+	handler := func(as vm.AsyncSteps, _ string) { as.Success() }
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Spawn(failing, handler)
+		l.RunUntilIdle()
+	}
+}
+
+func BenchmarkInterpTimeoutResumer(b *testing.B) {
+	l := vm.NewLoop()
+	var res vm.Resumer
+	waiting := func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(time.Second)
+		res = as.Resumer()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Spawn(waiting)
+		l.RunUntilIdle()
+		res.Success()
+		l.RunUntilIdle()
+	}
+}
