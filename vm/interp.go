@@ -252,6 +252,10 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	if n.Flags&opcodes.FlagStack != 0 {
 		l.destroyStack(r, n)
 	}
+	if n.Op.IsLoop() && n.Tail != nil {
+		r.freeNode(n.Tail) // the parked iteration frame
+		n.Tail = nil
+	}
 	if n.Head != nil {
 		r.freeQueue(n)
 	}
@@ -453,29 +457,53 @@ func (l *Loop) branchDone(r *root, b *Node) {
 }
 
 // iterate runs the next iteration of loop frame L, or completes L when a
-// Repeat has run its count.
+// Repeat has run its count. Iterations whose body returns without adding
+// sub-steps or waiting complete on the spot, and while nothing else is
+// queued the next one runs in the same turn (as the inline continuation
+// would), reusing the iteration frame: an empty iteration costs a call.
 func (l *Loop) iterate(r *root, th, L *Node) {
-	if L.Op == opcodes.OpRepeat && L.A >= L.B {
-		l.complete(r, th, L, nil)
-		return
+	epoch, thSeq := r.runEpoch, th.Seq
+	for budget := inlineBudget; ; budget-- {
+		if L.Op == opcodes.OpRepeat && L.A >= L.B {
+			l.complete(r, th, L, nil)
+			return
+		}
+		i := L.A
+		L.A++
+		it := L.Tail // an iteration frame parked by the previous iteration
+		if it != nil {
+			L.Tail = nil
+			r.seq++
+			if r.seq == 0 {
+				r.seq = 1
+			}
+			it.Seq = r.seq
+		} else {
+			it = r.newNode(opcodes.OpIter)
+		}
+		it.Parent = L
+		it.Flags = opcodes.FlagRunning
+		L.Flags |= opcodes.FlagChild
+		th.SetTop(it)
+		as := AsyncSteps{r: r, n: it, seq: it.Seq, epoch: epoch}
+		var p any
+		if body, ok := r.slots[L.Fn].v.(func(AsyncSteps, int)); ok {
+			p = l.callRepeat(body, as, int(i))
+		} else {
+			body, _ := r.slots[L.Fn].v.(func(AsyncSteps))
+			p = l.callLoop(body, as)
+		}
+		if p != nil || r.runEpoch != epoch || it.Seq != as.seq || th.Top() != it ||
+			it.Head != nil || it.B != 0 || it.Flags != opcodes.FlagRunning ||
+			budget == 0 || l.runq.len() > 0 {
+			l.after(r, th, thSeq, as, p)
+			return
+		}
+		th.SetTop(L) // implicit success: park the frame for the next iteration
+		L.Flags &^= opcodes.FlagChild
+		it.Seq = 0
+		L.Tail = it
 	}
-	i := L.A
-	L.A++
-	it := r.newNode(opcodes.OpIter)
-	it.Parent = L
-	it.Flags = opcodes.FlagRunning
-	L.Flags |= opcodes.FlagChild
-	th.SetTop(it)
-	as := AsyncSteps{r: r, n: it, seq: it.Seq, epoch: r.runEpoch}
-	thSeq := th.Seq
-	var p any
-	if body, ok := r.slots[L.Fn].v.(func(AsyncSteps, int)); ok {
-		p = l.callRepeat(body, as, int(i))
-	} else {
-		body, _ := r.slots[L.Fn].v.(func(AsyncSteps))
-		p = l.callLoop(body, as)
-	}
-	l.after(r, th, thSeq, as, p)
 }
 
 // loopControl carries out Break (brk) or Continue of the innermost loop,

@@ -405,8 +405,9 @@ func (l *Loop) runTask(t *task) {
 	r, th, tok, epoch, slot, gen := t.r, t.th, t.tok, t.epoch, t.slot, t.gen
 	if slot == 0 {
 		l.argsCur.copyFrom(&t.args)
+		t.args.clear()
 	}
-	*t = task{}
+	t.r, t.th = nil, nil
 	if slot != 0 {
 		cb := &l.cbs[slot]
 		if cb.gen != gen || cb.kind != cbImmediate {

@@ -124,6 +124,9 @@ func (l *Loop) release(r *root) {
 
 // resetRun frees everything a run allocated: nodes, slots, stack memory.
 func (r *root) resetRun() {
+	if r.base == nil && len(r.slots) == 1 && r.mem.a.InUse() == 0 {
+		return // nothing was allocated since the last reset
+	}
 	clear(r.slots)
 	r.slots = r.slots[:1]
 	r.freeSlots = r.freeSlots[:0]
