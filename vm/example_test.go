@@ -1,0 +1,195 @@
+package vm_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Errors unwind to the nearest error handler, which may recover with
+// Success; the values reach the next step.
+func Example() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("NotFound", "no such user")
+		}, func(as vm.AsyncSteps, code string) {
+			fmt.Println("recovering from", code+":", as.State().ErrorInfo())
+			as.Success(vm.Str("guest")) // continue with a default
+		})
+	}).Add(func(as vm.AsyncSteps, args vm.Args) {
+		as.Repeat(3, func(as vm.AsyncSteps, i int) {
+			fmt.Println("hello", args.String(0), i)
+		})
+	})
+	f := root.Promise() // Execute, with a Future
+	l.RunUntilIdle()
+	<-f.Done()
+	root.Release()
+	// Output:
+	// recovering from NotFound: no such user
+	// hello guest 0
+	// hello guest 1
+	// hello guest 2
+}
+
+// An error handler may Error again (the code changes), Success (the flow
+// continues after the failed step) or return (unwinding goes on).
+func ExampleAsyncSteps_Error() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("myerror")
+		}, func(as vm.AsyncSteps, code string) {
+			fmt.Println("inner handler:", code)
+			as.Error("newerror")
+		})
+	}, func(as vm.AsyncSteps, code string) {
+		fmt.Println("outer handler:", code)
+		as.Success(vm.Int(42))
+	})
+	root.Add(func(as vm.AsyncSteps, args vm.Args) {
+		fmt.Println("next step got", args.Int(0))
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	// Output:
+	// inner handler: myerror
+	// outer handler: newerror
+	// next step got 42
+}
+
+// Branches of a parallel step interleave turn by turn; the step completes
+// when all have.
+func ExampleAsyncSteps_Parallel() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	p := root.Parallel()
+	for _, name := range []string{"A", "B"} {
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			fmt.Println(name, "step 1")
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { fmt.Println(name, "step 2") })
+		})
+	}
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { fmt.Println("all branches done") })
+	root.Execute()
+	l.RunUntilIdle()
+	// Output:
+	// A step 1
+	// B step 1
+	// A step 2
+	// B step 2
+	// all branches done
+}
+
+// Break and Continue take an optional label to leave or restart an outer
+// loop from any depth.
+func ExampleAsyncSteps_Loop() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		outer := 0
+		as.Loop(func(as vm.AsyncSteps) {
+			outer++
+			as.Repeat(10, func(as vm.AsyncSteps, i int) {
+				if i == 2 {
+					as.Continue("OUTER")
+				}
+				if outer == 3 {
+					as.Break("OUTER")
+				}
+				fmt.Println("outer", outer, "inner", i)
+			})
+		}, "OUTER")
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	// Output:
+	// outer 1 inner 0
+	// outer 1 inner 1
+	// outer 2 inner 0
+	// outer 2 inner 1
+}
+
+// A step waits for an external event; a Resumer completes it from any
+// goroutine.
+func ExampleAsyncSteps_Resumer() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.WaitExternal()
+		res := as.Resumer()
+		go func() { res.Success(vm.Str("from another goroutine")) }()
+	}).Add(func(as vm.AsyncSteps, args vm.Args) {
+		fmt.Println(args.String(0))
+	})
+	f := root.Promise()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-f.Done(); cancel() }()
+	l.Run(ctx) // sleeps until the Resumer's completion wakes it
+	// Output:
+	// from another goroutine
+}
+
+// A step that does not complete in time fails with Timeout; its cancel
+// handler runs first.
+func ExampleAsyncSteps_SetTimeout() {
+	clock := vm.NewManualClock(time.Unix(0, 0))
+	l := vm.NewLoop(vm.WithClock(clock))
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(vm.AsyncSteps) { fmt.Println("cancel the request") })
+		as.SetTimeout(30 * time.Second)
+	}, func(as vm.AsyncSteps, code string) {
+		fmt.Println("handler:", code)
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	clock.Advance(30 * time.Second)
+	l.RunUntilIdle()
+	// Output:
+	// cancel the request
+	// handler: Timeout
+}
+
+// Stack memory lives as long as its step: it comes from the root's arena
+// and is freed, innermost first, when the step ends.
+func ExampleStack() {
+	type point struct{ X, Y float64 }
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		p := vm.Stack[point](as)
+		p.X, p.Y = 3, 4
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			fmt.Println("sub-step sees", p.X, p.Y) // the parent step is still alive
+		})
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	fmt.Println("arena bytes in use after the flow:", l.Stats().ArenaInUse)
+	// Output:
+	// sub-step sees 3 4
+	// arena bytes in use after the flow: 0
+}
+
+// Promise returns a Future another goroutine can wait on.
+func ExampleAsyncSteps_Promise() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Success(vm.Int(6), vm.Int(7))
+	}).Add(func(as vm.AsyncSteps, args vm.Args) {
+		as.Success(vm.Int(args.Int(0) * args.Int(1)))
+	})
+	f := root.Promise()
+	go l.RunUntilIdle()
+	args, err := f.Wait(context.Background())
+	fmt.Println(args.Int(0), err)
+	// Output:
+	// 42 <nil>
+}
