@@ -298,6 +298,9 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 	if l.runq.len() > 0 || !l.inbox.Empty() {
 		return true, 0
 	}
+	if l.wheel.Len() == 0 {
+		return false, 0
+	}
 	if at, ok := l.wheel.NextDeadline(); ok {
 		if now == 0 {
 			now = l.now()

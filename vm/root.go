@@ -24,6 +24,7 @@ type root struct {
 
 	slots     []slot
 	freeSlots []uint32
+	liveSlots int // slots in use; 0 means every slot is nil
 	seq       uint32 // last Node.Seq handed out
 
 	// rootEpoch changes on Release: it invalidates every handle. runEpoch
@@ -123,20 +124,32 @@ func (l *Loop) release(r *root) {
 }
 
 // resetRun frees everything a run allocated: nodes, slots, stack memory.
+// A run that ended cleanly has freed every node and slot one by one; then
+// only the tables are truncated, and the arena keeps its free lists unless
+// it holds more memory than a reset would keep.
 func (r *root) resetRun() {
-	if r.base == nil && len(r.slots) == 1 && r.mem.a.InUse() == 0 {
-		return // nothing was allocated since the last reset
+	if b := r.base; b != nil && b.Flags&opcodes.FlagChild == 0 {
+		r.freeQueue(b) // steps an error or a cancel left unexecuted
+		r.freeNode(b)
 	}
-	clear(r.slots)
-	r.slots = r.slots[:1]
-	r.freeSlots = r.freeSlots[:0]
-	r.allocs.Reset()
-	r.mem.a.Reset()
 	r.base = nil
+	r.allocs.Reset()
+	if r.liveSlots == 0 {
+		r.slots = r.slots[:1]
+	} else {
+		clear(r.slots)
+		r.slots = r.slots[:1]
+		r.liveSlots = 0
+	}
+	r.freeSlots = r.freeSlots[:0]
+	if r.mem.a.InUse() != 0 || r.mem.a.Reserved() > arena.KeepBytes {
+		r.mem.a.Reset()
+	}
 }
 
 // put stores v in a free slot and returns its number.
 func (r *root) put(v any) uint32 {
+	r.liveSlots++
 	if k := len(r.freeSlots); k > 0 {
 		i := r.freeSlots[k-1]
 		r.freeSlots = r.freeSlots[:k-1]
@@ -157,6 +170,7 @@ func (r *root) freeSlot(i uint32) {
 	if i != 0 {
 		r.slots[i] = slot{}
 		r.freeSlots = append(r.freeSlots, i)
+		r.liveSlots--
 	}
 }
 

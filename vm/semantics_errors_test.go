@@ -1,0 +1,271 @@
+package vm_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// The four ways an error handler completes (FTN12 2.1 error_callback).
+func TestSemErrorHandlerOutcomes(t *testing.T) {
+	cases := []struct {
+		name    string
+		handler func(as vm.AsyncSteps, log *semLog)
+		want    []string
+		code    string // flow error; "" for success
+	}{
+		{
+			name:    "success with values",
+			handler: func(as vm.AsyncSteps, _ *semLog) { as.Success(vm.Str("recovered"), vm.Int(9)) },
+			want:    []string{"failing", "inner handler E", "sibling got recovered 9", "next"},
+		},
+		{
+			name:    "success without values",
+			handler: func(as vm.AsyncSteps, _ *semLog) { as.Success() },
+			want:    []string{"failing", "inner handler E", "sibling got 0", "next"},
+		},
+		{
+			name:    "error replaces code",
+			handler: func(as vm.AsyncSteps, _ *semLog) { as.Error("F", "replaced") },
+			want:    []string{"failing", "inner handler E", "outer handler F replaced"},
+			code:    "F",
+		},
+		{
+			name:    "silent return keeps unwinding",
+			handler: func(vm.AsyncSteps, *semLog) {},
+			want:    []string{"failing", "inner handler E", "outer handler E original"},
+			code:    "E",
+		},
+		{
+			name: "add steps is implicit success",
+			handler: func(as vm.AsyncSteps, log *semLog) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("alt 1")
+					as.Success(vm.Int(1))
+				})
+				as.Add(func(as vm.AsyncSteps, a vm.Args) {
+					log.add("alt 2 got %d", a.Int(0))
+					as.Success(vm.Str("alt"), vm.Int(2))
+				})
+			},
+			want: []string{"failing", "inner handler E", "alt 1", "alt 2 got 1", "sibling got alt 2", "next"},
+		},
+		{
+			name: "added step fails: handler not called again",
+			handler: func(as vm.AsyncSteps, log *semLog) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("alt")
+					as.Error("G", "from alt")
+				})
+			},
+			want: []string{"failing", "inner handler E", "alt", "outer handler G from alt"},
+			code: "G",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("failing")
+					as.Error("E", "original")
+				}, func(as vm.AsyncSteps, code string) {
+					log.add("inner handler %s", code)
+					c.handler(as, &log)
+				})
+				as.Add(func(as vm.AsyncSteps, a vm.Args) {
+					if a.Len() == 2 {
+						log.add("sibling got %s %d", a.String(0), a.Int(1))
+					} else {
+						log.add("sibling got %d", a.Len())
+					}
+				})
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("outer handler %s %s", code, as.State().ErrorInfo())
+			})
+			root.Add(log.step("next"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			semExpect(t, &log, c.want...)
+			if c.code == "" {
+				semOK(t, f)
+			} else {
+				semFail(t, f, c.code)
+			}
+		})
+	}
+}
+
+// Steps added by an error handler stay on the failed step's level: they
+// run before the failed step's next sibling.
+func TestSemErrorHandlerStepsStayOnLevel(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		log.add("A")
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("A.1")
+			as.Error("E")
+		})
+		as.Add(log.step("A.2 never"))
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("A handler %s", code)
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("X")
+			as.Add(log.step("X.1"))
+		})
+		as.Add(log.step("Y"))
+	})
+	root.Add(log.step("B"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "A", "A.1", "A handler E", "X", "X.1", "Y", "B")
+}
+
+// ErrorInfo is the info of the last Error; an Error without info clears it.
+// LastException is an *vm.Error for Error calls.
+func TestSemErrorInfoAndLastException(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		if as.State().ErrorInfo() != "" || as.State().LastException() != nil {
+			log.add("state not clean before any error")
+		}
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("First", "first info")
+		}, func(as vm.AsyncSteps, code string) {
+			st := as.State()
+			log.add("%s info=%q", code, st.ErrorInfo())
+			var e *vm.Error
+			if !errors.As(st.LastException(), &e) || e.Code != "First" || e.Info != "first info" {
+				log.add("bad LastException %#v", st.LastException())
+			}
+			as.Error("Second")
+		})
+	}, func(as vm.AsyncSteps, code string) {
+		st := as.State()
+		log.add("%s info=%q", code, st.ErrorInfo())
+		var e *vm.Error
+		if !errors.As(st.LastException(), &e) || e.Code != "Second" || e.Info != "" {
+			log.add("bad LastException %#v", st.LastException())
+		}
+		as.Success()
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, `First info="first info"`, `Second info=""`)
+}
+
+// An Error with an empty code is still an error (InternalError) and never a
+// success.
+func TestSemErrorEmptyCode(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("") })
+	root.Add(log.step("next"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := semResult(t, f); err == nil {
+		t.Fatal("Error(\"\") completed the flow with success")
+	}
+	semExpect(t, &log)
+}
+
+// Error does not return into the step function.
+func TestSemErrorDoesNotReturn(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Error("E")
+		log.add("after Error")
+	}, func(as vm.AsyncSteps, code string) {
+		as.Error("F")
+		log.add("after Error in handler")
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semFail(t, f, "F")
+	semExpect(t, &log)
+}
+
+func semStackOuter(as vm.AsyncSteps, _ vm.Args) {
+	as.Add(semStackMiddle)
+}
+
+func semStackMiddle(as vm.AsyncSteps, _ vm.Args) {
+	as.Add(semStackInner)
+}
+
+func semStackInner(as vm.AsyncSteps, _ vm.Args) {
+	as.Error("Deep", "from the innermost step")
+}
+
+// AsyncStack names the step functions of the failing stack, innermost
+// last.
+func TestSemAsyncStack(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var stack []uintptr
+	root.Add(semStackOuter, func(as vm.AsyncSteps, code string) {
+		stack = as.State().AsyncStack()
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semFail(t, f, "Deep")
+	if len(stack) == 0 {
+		t.Fatal("AsyncStack is empty")
+	}
+	var names []string
+	for _, pc := range stack {
+		names = append(names, semFuncName(pc))
+	}
+	if !strings.HasSuffix(names[len(names)-1], ".semStackInner") {
+		t.Fatalf("innermost AsyncStack entry = %v, want semStackInner last", names)
+	}
+	idx := func(s string) int {
+		for i, n := range names {
+			if strings.HasSuffix(n, s) {
+				return i
+			}
+		}
+		return -1
+	}
+	o, m, i := idx(".semStackOuter"), idx(".semStackMiddle"), idx(".semStackInner")
+	if o < 0 || m < 0 || !(o < m && m < i) {
+		t.Fatalf("AsyncStack = %v, want semStackOuter, semStackMiddle, semStackInner in that order", names)
+	}
+	// The state's copy is the caller's to keep.
+	stack[0] = 0
+	if root.State().AsyncStack()[0] == 0 {
+		t.Fatal("AsyncStack returned the state's own slice")
+	}
+}
+
+// An unhandled error ends the flow: no further step of any level runs.
+func TestSemUnhandledErrorStopsFlow(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E", "info") })
+		as.Add(log.step("sibling"))
+	})
+	root.Add(log.step("level0 next"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	e := semFail(t, f, "E")
+	if e.Info != "info" {
+		t.Fatalf("Future error info = %q, want info", e.Info)
+	}
+	semExpect(t, &log)
+}

@@ -1,0 +1,298 @@
+package vm_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// A waiting step completes through its own handle from a later Immediate,
+// with success or with an error.
+func TestSemWaitExternalThroughHandle(t *testing.T) {
+	t.Run("success", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.WaitExternal()
+			as.Tool().Immediate(func() {
+				log.add("immediate")
+				as.Success(vm.Int(5), vm.Str("five"))
+				log.add("Success returned")
+			})
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %d %s", a.Int(0), a.String(1)) })
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "immediate", "Success returned", "next got 5 five")
+	})
+	t.Run("error", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.WaitExternal()
+			as.Tool().Immediate(func() {
+				as.Error("Ext", "external failure")
+				log.add("Error returned")
+			})
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("handler %s %s", code, as.State().ErrorInfo())
+		})
+		root.Add(log.step("next never"))
+		f := root.Promise()
+		l.RunUntilIdle()
+		semFail(t, f, "Ext")
+		semExpect(t, &log, "handler Ext external failure", "Error returned")
+	})
+}
+
+// A Resumer completes a step from another goroutine while Run drives the
+// loop on its own goroutine.
+func TestSemResumerFromGoroutines(t *testing.T) {
+	l, _ := semLoop()
+	const flows = 64
+	futures := make([]*vm.Future, flows)
+	results := make([]int64, flows)
+	for i := range flows {
+		root := l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			res := as.Resumer()
+			as.WaitExternal()
+			go func() {
+				if !res.Success(vm.Int(int64(i * 10))) {
+					panic("Resumer.Success of a waiting step returned false")
+				}
+			}()
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) {
+			results[i] = a.Int(0)
+			as.Success(vm.Int(a.Int(0) + 1))
+		})
+		futures[i] = root.Promise()
+	}
+	stop := semRunAsync(t, l)
+	for i, f := range futures {
+		args, err := f.Wait(context.Background())
+		if err != nil || args.Int(0) != int64(i*10+1) {
+			t.Errorf("flow %d: %v %v, want %d", i, args.Values(), err, i*10+1)
+		}
+	}
+	stop()
+	for i, v := range results {
+		if v != int64(i*10) {
+			t.Fatalf("flow %d step 2 got %d", i, v)
+		}
+	}
+}
+
+// The test goroutine may drive the loop itself with RunUntilIdle while a
+// Resumer completes from elsewhere; Resumer.Error delivers code and info.
+func TestSemResumerErrorDrivenByRunUntilIdle(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		res := as.Resumer()
+		as.SetTimeout(time.Hour) // waits as well; the clock never moves
+		go res.Error("Remote", "remote info")
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("handler %s %s", code, as.State().ErrorInfo())
+	})
+	f := root.Promise()
+	semDrive(l, f)
+	e := semFail(t, f, "Remote")
+	if e.Info != "remote info" {
+		t.Fatalf("Future info = %q", e.Info)
+	}
+	semExpect(t, &log, "handler Remote remote info")
+}
+
+// A completion that comes after the step timed out returns false and does
+// not touch the step that now runs.
+func TestSemResumerLate(t *testing.T) {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	var r1, r2 vm.Resumer
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		r1 = as.Resumer()
+		as.SetTimeout(10 * time.Millisecond)
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("handler %s", code)
+		as.Success()
+	})
+	root.Add(func(as vm.AsyncSteps, a vm.Args) {
+		log.add("second got %d", a.Len())
+		r2 = as.Resumer()
+		as.WaitExternal()
+	})
+	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("third got %d", a.Int(0)) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	clk.Advance(10 * time.Millisecond)
+	l.RunUntilIdle()
+	semExpect(t, &log, "handler Timeout", "second got 0")
+	if r1.Success(vm.Int(1)) {
+		t.Error("late Resumer.Success returned true")
+	}
+	if r1.Error("Late", "") {
+		t.Error("late Resumer.Error returned true")
+	}
+	l.RunUntilIdle()
+	semExpect(t, &log, "handler Timeout", "second got 0")
+	semPending(t, f)
+	if !r2.Success(vm.Int(2)) {
+		t.Fatal("Resumer.Success of the waiting step returned false")
+	}
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "handler Timeout", "second got 0", "third got 2")
+}
+
+// Only the first completion through a Resumer counts.
+func TestSemResumerDuplicate(t *testing.T) {
+	cases := []struct {
+		name   string
+		second func(r vm.Resumer) bool
+	}{
+		{"success twice", func(r vm.Resumer) bool { return r.Success(vm.Int(2)) }},
+		{"error after success", func(r vm.Resumer) bool { return r.Error("Dup", "") }},
+	}
+	for _, c := range cases {
+		for _, drained := range []bool{false, true} {
+			name := c.name
+			if drained {
+				name += " after delivery"
+			}
+			t.Run(name, func(t *testing.T) {
+				l, _ := semLoop()
+				root := l.NewSteps()
+				var log semLog
+				var res vm.Resumer
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					res = as.Resumer()
+					as.WaitExternal()
+				}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+				root.Add(func(as vm.AsyncSteps, a vm.Args) {
+					log.add("next got %d", a.Int(0))
+					as.WaitExternal()
+				})
+				f := root.Promise()
+				l.RunUntilIdle()
+				if !res.Success(vm.Int(1)) {
+					t.Fatal("first Resumer.Success returned false")
+				}
+				if drained {
+					l.RunUntilIdle()
+				}
+				if c.second(res) {
+					t.Fatal("second completion returned true")
+				}
+				l.RunUntilIdle()
+				semExpect(t, &log, "next got 1")
+				semPending(t, f)
+				root.Cancel()
+			})
+		}
+	}
+}
+
+// A Resumer of a step whose root was released returns false, also once a
+// new flow reuses the pooled root, and does not touch that flow.
+func TestSemResumerStaleAfterRelease(t *testing.T) {
+	l, _ := semLoop()
+	var log semLog
+	old := l.NewSteps()
+	var stale vm.Resumer
+	old.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		stale = as.Resumer()
+		as.WaitExternal()
+	})
+	old.Execute()
+	l.RunUntilIdle()
+	old.Release()
+	if stale.Success() {
+		t.Fatal("Resumer of a released root returned true")
+	}
+
+	root := l.NewSteps()
+	var fresh vm.Resumer
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		fresh = as.Resumer()
+		as.WaitExternal()
+	})
+	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s", a.String(0)) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	if stale.Success(vm.Str("stale")) || stale.Error("Stale", "") {
+		t.Fatal("stale Resumer returned true")
+	}
+	l.RunUntilIdle()
+	semPending(t, f)
+	if !fresh.Success(vm.Str("fresh")) {
+		t.Fatal("fresh Resumer returned false")
+	}
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "next got fresh")
+}
+
+// A Resumer of a canceled step returns false.
+func TestSemResumerAfterCancel(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var res vm.Resumer
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		res = as.Resumer()
+		as.WaitExternal()
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	root.Cancel()
+	if res.Success() {
+		t.Fatal("Resumer of a canceled step returned true")
+	}
+	if _, err := semResult(t, f); err == nil {
+		t.Fatal("canceled flow succeeded")
+	}
+}
+
+// Only one of many goroutines racing to complete a step wins.
+func TestSemResumerRace(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	const racers = 16
+	var wg sync.WaitGroup
+	won := make(chan int64, racers)
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		res := as.Resumer()
+		as.WaitExternal()
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if res.Success(vm.Int(int64(i))) {
+					won <- int64(i)
+				}
+			}()
+		}
+	})
+	root.Add(func(as vm.AsyncSteps, a vm.Args) { as.Success(a.Get(0), vm.Int(int64(a.Len()))) })
+	f := root.Promise()
+	semDrive(l, f)
+	args := semOK(t, f)
+	wg.Wait()
+	close(won)
+	var winners []int64
+	for i := range won {
+		winners = append(winners, i)
+	}
+	if len(winners) != 1 || args.Int(1) != 1 || args.Int(0) != winners[0] {
+		t.Fatalf("result = %v, winners = %v: want one winner whose value arrived", args.Values(), winners)
+	}
+}

@@ -1,0 +1,147 @@
+package vm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Helpers of the semantics_*_test.go suite. Their names start with sem so
+// that they never collide with the helpers of other test files of the
+// package.
+
+// semLoop returns a loop driven by a manual clock.
+func semLoop() (*vm.Loop, *vm.ManualClock) {
+	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
+	return vm.NewLoop(vm.WithClock(clk)), clk
+}
+
+// semLog records what a flow does, one line per event. It is written on
+// the loop goroutine only.
+type semLog struct{ lines []string }
+
+func (s *semLog) add(format string, a ...any) { s.lines = append(s.lines, fmt.Sprintf(format, a...)) }
+
+// step returns a step that logs line and succeeds implicitly.
+func (s *semLog) step(line string) vm.ExecFunc {
+	return func(vm.AsyncSteps, vm.Args) { s.add("%s", line) }
+}
+
+// semExpect fails t unless log holds exactly want.
+func semExpect(t *testing.T, log *semLog, want ...string) {
+	t.Helper()
+	if g, w := strings.Join(log.lines, "\n"), strings.Join(want, "\n"); g != w {
+		t.Fatalf("trace mismatch\n--- got ---\n%s\n--- want ---\n%s", g, w)
+	}
+}
+
+// semResult returns the outcome of a flow that must have completed.
+func semResult(t *testing.T, f *vm.Future) (vm.Args, error) {
+	t.Helper()
+	select {
+	case <-f.Done():
+	default:
+		t.Fatal("flow did not complete")
+	}
+	return f.Wait(context.Background())
+}
+
+// semPending fails t if the flow has completed.
+func semPending(t *testing.T, f *vm.Future) {
+	t.Helper()
+	select {
+	case <-f.Done():
+		args, err := f.Wait(context.Background())
+		t.Fatalf("flow completed early: args=%v err=%v", args.Values(), err)
+	default:
+	}
+}
+
+// semOK fails t unless the flow completed with success.
+func semOK(t *testing.T, f *vm.Future) vm.Args {
+	t.Helper()
+	args, err := semResult(t, f)
+	if err != nil {
+		t.Fatalf("flow failed: %v", err)
+	}
+	return args
+}
+
+// semFail fails t unless the flow completed with an *vm.Error of code,
+// and returns that error.
+func semFail(t *testing.T, f *vm.Future, code string) *vm.Error {
+	t.Helper()
+	_, err := semResult(t, f)
+	var e *vm.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("flow error = %v (%T), want *vm.Error %s", err, err, code)
+	}
+	if e.Code != code {
+		t.Fatalf("flow error code = %q (info %q), want %q", e.Code, e.Info, code)
+	}
+	return e
+}
+
+// semInfoMentions fails t unless info is set and contains every word
+// (case-insensitive).
+func semInfoMentions(t *testing.T, info string, words ...string) {
+	t.Helper()
+	if info == "" {
+		t.Fatal("ErrorInfo is empty")
+	}
+	low := strings.ToLower(info)
+	for _, w := range words {
+		if !strings.Contains(low, strings.ToLower(w)) {
+			t.Fatalf("ErrorInfo %q does not mention %q", info, w)
+		}
+	}
+}
+
+// semDrive runs l on the calling goroutine until f completes. Other
+// goroutines complete steps meanwhile (Resumer, Await).
+func semDrive(l *vm.Loop, f *vm.Future) {
+	for {
+		l.RunUntilIdle()
+		select {
+		case <-f.Done():
+			return
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
+// semRunAsync drives l with Run on a goroutine of its own. stop ends it and
+// waits for Run to return, so that what the loop wrote is visible to the
+// caller afterwards.
+func semRunAsync(t *testing.T, l *vm.Loop) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v", err)
+		}
+	}
+}
+
+// semFuncName names the function at pc, without its package path.
+func semFuncName(pc uintptr) string {
+	f := runtime.FuncForPC(pc)
+	if f == nil {
+		return "?"
+	}
+	name := f.Name()
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
+}

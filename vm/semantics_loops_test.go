@@ -1,0 +1,438 @@
+package vm_test
+
+import (
+	"testing"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Loop and MakeLoop run the body until Break; the step after the loop
+// runs once, with no values.
+func TestSemLoopBreak(t *testing.T) {
+	adders := map[string]func(as vm.AsyncSteps, fn func(vm.AsyncSteps)){
+		"Loop":     func(as vm.AsyncSteps, fn func(vm.AsyncSteps)) { as.Loop(fn) },
+		"MakeLoop": func(as vm.AsyncSteps, fn func(vm.AsyncSteps)) { as.MakeLoop(fn) },
+	}
+	for name, add := range adders {
+		t.Run(name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				i := 0
+				add(as, func(as vm.AsyncSteps) {
+					i++
+					log.add("iter %d", i)
+					if i == 3 {
+						as.Break()
+					}
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("sub %d", i) })
+				})
+				as.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			semOK(t, f)
+			semExpect(t, &log, "iter 1", "sub 1", "iter 2", "sub 2", "iter 3", "after got 0")
+		})
+	}
+}
+
+// Break from a sub-step of the body leaves the loop as well.
+func TestSemLoopBreakFromSubStep(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	i := 0
+	root.Loop(func(as vm.AsyncSteps) {
+		i++
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Success(vm.Bool(i < 3))
+		})
+		as.Add(func(as vm.AsyncSteps, a vm.Args) {
+			log.add("result %v", a.Bool(0))
+			if !a.Bool(0) {
+				as.Break()
+			}
+		})
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "result true", "result true", "result false", "after")
+}
+
+// Repeat runs count times with i from 0; a count of zero or less runs
+// nothing and the flow goes on.
+func TestSemRepeat(t *testing.T) {
+	for _, count := range []int{-5, -1, 0, 1, 4} {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Repeat(count, func(as vm.AsyncSteps, i int) { log.add("i=%d", i) })
+		})
+		root.Add(log.step("after"))
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		var want []string
+		for i := range max(count, 0) {
+			want = append(want, "i="+vm.Int(int64(i)).String())
+		}
+		semExpect(t, &log, append(want, "after")...)
+	}
+}
+
+// ForEach visits every element in order; an empty slice visits nothing.
+func TestSemForEach(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	type item struct {
+		name string
+		n    int
+	}
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		vm.ForEach(as, []item{{"a", 1}, {"b", 2}, {"c", 3}}, func(as vm.AsyncSteps, i int, v item) {
+			log.add("%d=%s/%d", i, v.name, v.n)
+		})
+		vm.ForEach(as, []int(nil), func(as vm.AsyncSteps, i int, v int) { log.add("nil slice visited") })
+		vm.ForEach(as, []float64{}, func(as vm.AsyncSteps, i int, v float64) { log.add("empty slice visited") })
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "0=a/1", "1=b/2", "2=c/3", "after")
+}
+
+// ForEachMap visits the entries in the order of sorted keys.
+func TestSemForEachMap(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		vm.ForEachMap(as, map[string]int{"pear": 3, "apple": 1, "fig": 2, "banana": 9, "cherry": 0},
+			func(as vm.AsyncSteps, k string, v int) { log.add("%s=%d", k, v) })
+		vm.ForEachMap(as, map[int]string{10: "ten", -1: "minus", 3: "three"},
+			func(as vm.AsyncSteps, k int, v string) { log.add("%d=%s", k, v) })
+		vm.ForEachMap(as, map[float64]bool{}, func(as vm.AsyncSteps, k float64, v bool) { log.add("empty map visited") })
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log,
+		"apple=1", "banana=9", "cherry=0", "fig=2", "pear=3",
+		"-1=minus", "3=three", "10=ten",
+	)
+}
+
+// Continue skips the rest of the iteration (its queued sub-steps) and
+// starts the next one.
+func TestSemLoopContinue(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Repeat(4, func(as vm.AsyncSteps, i int) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			if i%2 == 1 {
+				as.Continue()
+			}
+			log.add("even %d", i)
+		})
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("tail %d", i) })
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "even 0", "tail 0", "even 2", "tail 2", "after")
+}
+
+// Break and Continue with a label reach the labelled loop through nested
+// loops and sub-steps several levels deep; the cancel handlers of the steps
+// they leave run (innermost first), their error handlers do not.
+func TestSemLoopLabelledBreakDeep(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	handler := func(name string) vm.ErrorFunc {
+		return func(as vm.AsyncSteps, code string) { log.add("%s handler %s must not run", name, code) }
+	}
+	outerIter := 0
+	root.Loop(func(as vm.AsyncSteps) {
+		outerIter++
+		log.add("outer %d", outerIter)
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel level1") })
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Repeat(5, func(as vm.AsyncSteps, j int) {
+					log.add("inner %d", j)
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) { log.add("cancel level3") })
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+							if j == 1 && outerIter == 2 {
+								as.Break("OUTER")
+							}
+							if j == 1 {
+								as.Continue("OUTER")
+							}
+						}, handler("level4"))
+					}, handler("level3"))
+				}, "INNER")
+				as.Add(log.step("after inner never"))
+			}, handler("level2"))
+		}, handler("level1"))
+	}, "OUTER")
+	root.Add(log.step("after outer"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log,
+		"outer 1", "inner 0", "inner 1", "cancel level3", "cancel level1",
+		"outer 2", "inner 0", "inner 1", "cancel level3", "cancel level1",
+		"after outer",
+	)
+}
+
+// Continue("OUTER") from an inner loop skips the rest of the outer
+// iteration.
+func TestSemLoopContinueOuter(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Repeat(3, func(as vm.AsyncSteps, i int) {
+		log.add("outer %d", i)
+		as.Loop(func(as vm.AsyncSteps) {
+			log.add("inner %d", i)
+			as.Continue("OUTER")
+		})
+		as.Add(log.step("after inner never"))
+	}, "OUTER")
+	root.Add(log.step("done"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "outer 0", "inner 0", "outer 1", "inner 1", "outer 2", "inner 2", "done")
+}
+
+// Unlabelled Break and Continue act on the innermost loop.
+func TestSemLoopUnlabelledInnermost(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Repeat(2, func(as vm.AsyncSteps, i int) {
+		as.Repeat(3, func(as vm.AsyncSteps, j int) {
+			if j == 1 {
+				as.Continue()
+			}
+			if j == 2 {
+				as.Break()
+			}
+			log.add("%d.%d", i, j)
+		})
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("%d after inner", i) })
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "0.0", "0 after inner", "1.0", "1 after inner")
+}
+
+// An error inside a loop leaves it for the outer handler; an error handled
+// inside the body lets the loop go on.
+func TestSemLoopErrors(t *testing.T) {
+	t.Run("unhandled in body", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Repeat(10, func(as vm.AsyncSteps, i int) {
+				log.add("iter %d", i)
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					if i == 2 {
+						as.Error("LoopErr", "at 2")
+					}
+				})
+			})
+			as.Add(log.step("after loop never"))
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("outer handler %s %s", code, as.State().ErrorInfo())
+			as.Success()
+		})
+		root.Add(log.step("next"))
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "iter 0", "iter 1", "iter 2", "outer handler LoopErr at 2", "next")
+	})
+	t.Run("handled in body", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Repeat(3, func(as vm.AsyncSteps, i int) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Error("E")
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handled %d", i)
+				as.Success()
+			})
+		})
+		root.Add(log.step("after"))
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "handled 0", "handled 1", "handled 2", "after")
+	})
+	t.Run("break in error handler", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Loop(func(as vm.AsyncSteps) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("body")
+				as.Error("Stop")
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				as.Break()
+			})
+		})
+		root.Add(log.step("after"))
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "body", "handler Stop", "after")
+	})
+}
+
+// Break or Continue outside any loop, or with a label no enclosing loop
+// has, is InternalError.
+func TestSemLoopControlOutsideLoop(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(root vm.AsyncSteps, body vm.ExecFunc)
+		body  vm.ExecFunc
+		words []string
+	}{
+		{"Break", nil, func(as vm.AsyncSteps, _ vm.Args) { as.Break() }, []string{"Break", "loop"}},
+		{"Continue", nil, func(as vm.AsyncSteps, _ vm.Args) { as.Continue() }, []string{"Continue", "loop"}},
+		{"unknown label", func(root vm.AsyncSteps, body vm.ExecFunc) {
+			root.Loop(func(as vm.AsyncSteps) { as.Add(body) }, "REAL")
+		}, func(as vm.AsyncSteps, _ vm.Args) { as.Break("NOPE") }, []string{"NOPE"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			if c.setup != nil {
+				c.setup(root, c.body)
+			} else {
+				root.Add(c.body)
+			}
+			root.Add(log.step("next never"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			e := semFail(t, f, vm.InternalError)
+			semInfoMentions(t, e.Info, c.words...)
+			semExpect(t, &log)
+		})
+	}
+}
+
+// A loop runs inside a parallel branch, interleaved with its siblings.
+func TestSemLoopInBranch(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	p := root.Parallel()
+	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Repeat(3, func(as vm.AsyncSteps, i int) { log.add("loop %d", i) })
+		as.Add(log.step("loop branch done"))
+	})
+	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(log.step("other 1"))
+		as.Add(log.step("other 2"))
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "loop 0", "other 1", "loop 1", "other 2", "loop 2", "loop branch done", "after")
+}
+
+// Break from inside a branch to a loop outside the parallel cancels the
+// sibling branches and leaves the loop.
+func TestSemLoopBreakOutOfParallel(t *testing.T) {
+	for _, label := range []string{"", "L"} {
+		t.Run("label="+label, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			iter := 0
+			root.Loop(func(as vm.AsyncSteps) {
+				iter++
+				log.add("iter %d", iter)
+				p := as.Parallel(func(as vm.AsyncSteps, code string) { log.add("parallel handler must not run") })
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting sibling") })
+				})
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Add(log.step("queued sibling 1"))
+					as.Add(log.step("queued sibling 2 never"))
+				})
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						if label == "" {
+							as.Break()
+						}
+						as.Break(label)
+					})
+				})
+				as.Add(log.step("after parallel never"))
+			}, label)
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("after loop, %d iteration(s)", iter) })
+			f := root.Promise()
+			l.RunUntilIdle()
+			semOK(t, f)
+			semExpect(t, &log, "iter 1", "queued sibling 1", "cancel waiting sibling", "after loop, 1 iteration(s)")
+		})
+	}
+}
+
+// Continue from inside a branch to a loop outside the parallel cancels the
+// siblings and starts the next iteration.
+func TestSemLoopContinueOutOfParallel(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Repeat(2, func(as vm.AsyncSteps, i int) {
+		p := as.Parallel()
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel sibling %d", i) })
+		})
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Continue() })
+		as.Add(log.step("after parallel never"))
+	})
+	root.Add(log.step("after loop"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "cancel sibling 0", "cancel sibling 1", "after loop")
+}
+
+// A loop does not keep values: the step after it gets none, even when the
+// last iteration succeeded with some.
+func TestSemLoopResultHasNoValues(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Repeat(2, func(as vm.AsyncSteps, i int) { as.Success(vm.Int(int64(i))) })
+	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "after got 0")
+}

@@ -1,0 +1,202 @@
+package vm_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Get, Set, Exists and Unset on the flow's state, seen by every step.
+func TestSemStateAccessors(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	st := root.State()
+	if st == nil {
+		t.Fatal("State of a new root is nil")
+	}
+	if _, ok := st.Get("missing"); ok || st.Exists("missing") {
+		t.Fatal("a missing key exists")
+	}
+	st.Unset("missing") // harmless
+	st.Set("pre", "set before Execute")
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		v, ok := as.State().Get("pre")
+		log.add("pre=%v %v", v, ok)
+		as.State().Set("n", 1)
+		as.State().Set("nil", nil)
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			n, _ := as.State().Get("n")
+			as.State().Set("n", n.(int)+1)
+			log.add("nil exists=%v", as.State().Exists("nil"))
+		})
+	})
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		n, _ := as.State().Get("n")
+		log.add("n=%v", n)
+		as.State().Unset("pre")
+		log.add("pre exists=%v", as.State().Exists("pre"))
+		if as.State() != root.State() {
+			log.add("step and root see different states")
+		}
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "pre=set before Execute true", "nil exists=true", "n=2", "pre exists=false")
+	// The state stays readable after completion.
+	if v, ok := root.State().Get("n"); !ok || v != 2 {
+		t.Fatalf("after completion n = %v %v", v, ok)
+	}
+	keys := root.State().Keys()
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"n", "nil"}) {
+		t.Fatalf("Keys = %v", keys)
+	}
+}
+
+// State of an invalid handle is nil (FTN12 2.2.1).
+func TestSemStateInvalidHandle(t *testing.T) {
+	if (vm.AsyncSteps{}).State() != nil {
+		t.Fatal("State of the zero AsyncSteps is not nil")
+	}
+	l, _ := semLoop()
+	root := l.NewSteps()
+	root.Release()
+	if root.State() != nil {
+		t.Fatal("State of a released root is not nil")
+	}
+}
+
+// CopyFrom copies the model's state variables the target lacks, and keeps
+// the ones it has.
+func TestSemCopyFromState(t *testing.T) {
+	l, _ := semLoop()
+	model := l.NewSteps()
+	model.State().Set("shared", "model")
+	model.State().Set("only model", 1)
+	root := l.NewSteps()
+	root.State().Set("shared", "root")
+	root.State().Set("only root", 2)
+	root.CopyFrom(model)
+	st := root.State()
+	for k, want := range map[string]any{"shared": "root", "only model": 1, "only root": 2} {
+		if v, ok := st.Get(k); !ok || v != want {
+			t.Errorf("%q = %v %v, want %v", k, v, ok, want)
+		}
+	}
+	if model.State().Exists("only root") {
+		t.Fatal("CopyFrom wrote to the model's state")
+	}
+	// The copy is a copy: changing it later leaves the model alone.
+	st.Set("only model", 100)
+	if v, _ := model.State().Get("only model"); v != 1 {
+		t.Fatalf("model's variable changed to %v", v)
+	}
+}
+
+// CopyFrom copies the steps of the model (with their sub-step structure
+// and error handlers); the model itself is never executed and can be run
+// on its own later, as many times as it is copied.
+func TestSemCopyFromSteps(t *testing.T) {
+	l, _ := semLoop()
+	var log semLog
+	model := l.NewSteps()
+	model.Add(func(as vm.AsyncSteps, a vm.Args) {
+		log.add("model step 1 got %d", a.Len())
+		as.Error("ModelErr")
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("model handler %s", code)
+		as.Success(vm.Str("recovered"))
+	})
+	model.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("model step 2 got %s", a.String(0)) })
+	model.Parallel().Add(log.step("model branch a")).Add(log.step("model branch b"))
+
+	root := l.NewSteps()
+	root.Add(log.step("root first"))
+	root.CopyFrom(model)
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		log.add("root inner")
+		as.CopyFrom(model)
+		as.Add(log.step("root inner tail"))
+	})
+	l.RunUntilIdle()
+	semExpect(t, &log) // CopyFrom runs nothing
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	once := []string{
+		"model step 1 got 0", "model handler ModelErr", "model step 2 got recovered",
+		"model branch a", "model branch b",
+	}
+	want := append([]string{"root first"}, once...)
+	want = append(want, "root inner")
+	want = append(want, once...)
+	want = append(want, "root inner tail")
+	semExpect(t, &log, want...)
+
+	// The model still has its steps and runs them once when executed.
+	log.lines = nil
+	mf := model.Promise()
+	l.RunUntilIdle()
+	semOK(t, mf)
+	semExpect(t, &log, once...)
+}
+
+// A model that is running cannot be copied: that is InternalError of the
+// flow that tries.
+func TestSemCopyFromRunningModel(t *testing.T) {
+	l, _ := semLoop()
+	model := l.NewSteps()
+	model.Add(func(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() })
+	mf := model.Promise()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.CopyFrom(model) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	e := semFail(t, f, vm.InternalError)
+	semInfoMentions(t, e.Info, "CopyFrom")
+	semPending(t, mf)
+	model.Cancel()
+}
+
+// Clone returns a new root with the steps and state of the original; the
+// two run and change state independently.
+func TestSemClone(t *testing.T) {
+	l, _ := semLoop()
+	var log semLog
+	orig := l.NewSteps()
+	orig.State().Set("who", "orig")
+	orig.State().Set("count", 0)
+	orig.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		who, _ := as.State().Get("who")
+		n, _ := as.State().Get("count")
+		as.State().Set("count", n.(int)+1)
+		log.add("step of %v", who)
+		as.Success(vm.Str(who.(string)))
+	})
+	clone := orig.Clone()
+	if !clone.Valid() {
+		t.Fatal("Clone is invalid")
+	}
+	clone.State().Set("who", "clone")
+	cf := clone.Promise()
+	l.RunUntilIdle()
+	if a := semOK(t, cf); a.String(0) != "clone" {
+		t.Fatalf("clone result %v", a.Values())
+	}
+	semExpect(t, &log, "step of clone")
+	if v, _ := orig.State().Get("count"); v != 0 {
+		t.Fatalf("running the clone changed the original's state: count=%v", v)
+	}
+	of := orig.Promise()
+	l.RunUntilIdle()
+	if a := semOK(t, of); a.String(0) != "orig" {
+		t.Fatalf("original result %v", a.Values())
+	}
+	semExpect(t, &log, "step of clone", "step of orig")
+	if v, _ := clone.State().Get("count"); v != 1 {
+		t.Fatalf("clone count = %v, want 1", v)
+	}
+}

@@ -1,0 +1,265 @@
+package vm_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+type semPoint struct{ X, Y int }
+
+// Every kind of Value reaches the next step's Args unchanged.
+func TestSemSuccessValueKinds(t *testing.T) {
+	anyVal := &semPoint{1, 2}
+	cases := []struct {
+		name  string
+		v     vm.Value
+		kind  vm.Kind
+		check func(a vm.Args) bool
+	}{
+		{"int", vm.Int(-42), vm.KindInt, func(a vm.Args) bool { return a.Int(0) == -42 }},
+		{"uint", vm.Uint(1 << 63), vm.KindUint, func(a vm.Args) bool { return a.Uint(0) == 1<<63 }},
+		{"float", vm.Float(2.5), vm.KindFloat, func(a vm.Args) bool { return a.Float(0) == 2.5 }},
+		{"bool", vm.Bool(true), vm.KindBool, func(a vm.Args) bool { return a.Bool(0) }},
+		{"false", vm.Bool(false), vm.KindBool, func(a vm.Args) bool { return !a.Bool(0) }},
+		{"str", vm.Str("hello"), vm.KindString, func(a vm.Args) bool { return a.String(0) == "hello" }},
+		{"empty str", vm.Str(""), vm.KindString, func(a vm.Args) bool { return a.String(0) == "" }},
+		{"bytes", vm.Bytes([]byte{1, 2, 3}), vm.KindBytes, func(a vm.Args) bool { return bytes.Equal(a.BytesAt(0), []byte{1, 2, 3}) }},
+		{"any", vm.Any(anyVal), vm.KindAny, func(a vm.Args) bool { return a.Any(0) == anyVal }},
+		{"any nil", vm.Any(nil), vm.KindAny, func(a vm.Args) bool { return a.Any(0) == nil }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var gotKind vm.Kind
+			var gotLen int
+			ok := false
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(c.v) })
+			root.Add(func(as vm.AsyncSteps, a vm.Args) {
+				gotLen, gotKind, ok = a.Len(), a.Get(0).Kind(), c.check(a)
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			semOK(t, f)
+			if gotLen != 1 || gotKind != c.kind || !ok {
+				t.Fatalf("next step got len=%d kind=%v ok=%v, want 1 %v true", gotLen, gotKind, ok, c.kind)
+			}
+		})
+	}
+}
+
+// Up to four values of mixed kinds arrive in order; zero values give an
+// empty Args.
+func TestSemSuccessValueCount(t *testing.T) {
+	all := []vm.Value{vm.Int(1), vm.Str("two"), vm.Float(3), vm.Bool(true)}
+	for n := 0; n <= vm.MaxArgs; n++ {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(all[:n]...) })
+		root.Add(func(as vm.AsyncSteps, a vm.Args) {
+			log.add("len=%d", a.Len())
+			for i := range a.Len() {
+				log.add("%v:%s", a.Get(i).Kind(), a.String(i))
+			}
+			log.add("past=%v", a.Get(a.Len()).Kind())
+		})
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		want := []string{"len=" + vm.Int(int64(n)).String()}
+		for i := range n {
+			want = append(want, all[i].Kind().String()+":"+all[i].String())
+		}
+		want = append(want, "past=none")
+		semExpect(t, &log, want...)
+	}
+}
+
+// The values of a step go to the next step only: a step that succeeds
+// implicitly passes nothing on.
+func TestSemSuccessImplicitPassesNothing(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1), vm.Int(2)) })
+	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("second got %d", a.Len()) })
+	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("third got %d", a.Len()) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	if semOK(t, f).Len() != 0 {
+		t.Fatal("flow result has values after an implicit success")
+	}
+	semExpect(t, &log, "second got 2", "third got 0")
+}
+
+// A step with sub-steps completes with its last sub-step's values; the
+// sub-steps pass values to each other.
+func TestSemSuccessFromLastSubStep(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		log.add("outer")
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("sub1")
+			as.Success(vm.Int(1))
+		})
+		as.Add(func(as vm.AsyncSteps, a vm.Args) {
+			log.add("sub2 got %d", a.Int(0))
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("sub2.1")
+				as.Success(vm.Str("deep"), vm.Int(a.Int(0)+1))
+			})
+		})
+		log.add("outer returns")
+	})
+	root.Add(func(as vm.AsyncSteps, a vm.Args) {
+		log.add("next got %s %d", a.String(0), a.Int(1))
+		as.Success(a.Get(0), a.Get(1))
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	args := semOK(t, f)
+	semExpect(t, &log, "outer", "outer returns", "sub1", "sub2 got 1", "sub2.1", "next got deep 2")
+	if args.Len() != 2 || args.String(0) != "deep" || args.Int(1) != 2 {
+		t.Fatalf("flow result = %v, want [deep 2]", args.Values())
+	}
+}
+
+// SuccessStep (FTN12 1.12) adds a step that succeeds with its values, at
+// level 0 and after sub-steps, overriding the values of the sub-steps.
+func TestSemSuccessStep(t *testing.T) {
+	t.Run("level0", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.SuccessStep(vm.Str("a"), vm.Int(7))
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d %s %d", a.Len(), a.String(0), a.Int(1)) })
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "got 2 a 7")
+	})
+	t.Run("after sub-steps", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("sub")
+				as.Success(vm.Int(1), vm.Int(2), vm.Int(3))
+			})
+			as.SuccessStep(vm.Int(123))
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d %d", a.Len(), a.Int(0)) })
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "sub", "got 1 123")
+	})
+	t.Run("no values", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1)) })
+			as.SuccessStep()
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d", a.Len()) })
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "got 0")
+	})
+	t.Run("last step is the result", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1)) })
+		root.SuccessStep(vm.Bool(true), vm.Str("x"))
+		f := root.Promise()
+		l.RunUntilIdle()
+		if a := semOK(t, f); a.Len() != 2 || !a.Bool(0) || a.String(1) != "x" {
+			t.Fatalf("result = %v, want [true x]", a.Values())
+		}
+	})
+}
+
+// A step that returns without completing succeeds implicitly unless it
+// added sub-steps, set a timeout or a cancel handler, or called
+// WaitExternal (FTN12 1.6).
+func TestSemImplicitSuccess(t *testing.T) {
+	cases := []struct {
+		name  string
+		body  func(as vm.AsyncSteps, log *semLog)
+		waits bool
+	}{
+		{"returns", func(vm.AsyncSteps, *semLog) {}, false},
+		{"reads state", func(as vm.AsyncSteps, _ *semLog) { as.State().Set("k", 1) }, false},
+		{"sub-steps", func(as vm.AsyncSteps, log *semLog) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("sub") })
+		}, false},
+		{"timeout", func(as vm.AsyncSteps, _ *semLog) { as.SetTimeout(time.Second) }, true},
+		{"cancel handler", func(as vm.AsyncSteps, _ *semLog) { as.SetCancel(func(vm.AsyncSteps) {}) }, true},
+		{"wait external", func(as vm.AsyncSteps, _ *semLog) { as.WaitExternal() }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("step")
+				c.body(as, &log)
+			})
+			root.Add(log.step("next"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			if c.waits {
+				semExpect(t, &log, "step")
+				semPending(t, f)
+				root.Cancel()
+				l.RunUntilIdle()
+				semExpect(t, &log, "step")
+				return
+			}
+			semOK(t, f)
+			if c.name == "sub-steps" {
+				semExpect(t, &log, "step", "sub", "next")
+			} else {
+				semExpect(t, &log, "step", "next")
+			}
+		})
+	}
+}
+
+// More than four values is InternalError, for Success and SuccessStep.
+func TestSemSuccessTooManyValues(t *testing.T) {
+	five := []vm.Value{vm.Int(1), vm.Int(2), vm.Int(3), vm.Int(4), vm.Int(5)}
+	cases := []struct {
+		name string
+		body vm.ExecFunc
+	}{
+		{"Success", func(as vm.AsyncSteps, _ vm.Args) { as.Success(five...) }},
+		{"SuccessStep", func(as vm.AsyncSteps, _ vm.Args) { as.SuccessStep(five...) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(c.body, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				semInfoMentions(t, as.State().ErrorInfo(), "4")
+			})
+			root.Add(log.step("next"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+			semExpect(t, &log, "handler InternalError")
+		})
+	}
+}

@@ -1,0 +1,323 @@
+package vm_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// SetTimeout raises Timeout once its duration has passed, not a
+// millisecond before.
+func TestSemTimeoutFiresOnTime(t *testing.T) {
+	for _, d := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 250 * time.Millisecond, 1500 * time.Millisecond, time.Minute} {
+		t.Run(d.String(), func(t *testing.T) {
+			l, clk := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("wait")
+				as.SetTimeout(d)
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			clk.Advance(d - time.Millisecond)
+			l.RunUntilIdle()
+			semExpect(t, &log, "wait")
+			semPending(t, f)
+			clk.Advance(time.Millisecond)
+			l.RunUntilIdle()
+			semExpect(t, &log, "wait", "handler Timeout")
+			semFail(t, f, vm.Timeout)
+			var e *vm.Error
+			if !errors.As(root.State().LastException(), &e) || e.Code != vm.Timeout {
+				t.Fatalf("LastException = %v, want a Timeout *vm.Error", root.State().LastException())
+			}
+		})
+	}
+}
+
+// A second SetTimeout replaces the first, whether it is longer or shorter.
+func TestSemTimeoutReset(t *testing.T) {
+	cases := []struct {
+		name        string
+		first, then time.Duration
+	}{
+		{"longer", 10 * time.Millisecond, 30 * time.Millisecond},
+		{"shorter", 30 * time.Millisecond, 10 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, clk := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetTimeout(c.first)
+				as.SetTimeout(c.then)
+			}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+			f := root.Promise()
+			l.RunUntilIdle()
+			for range c.then/time.Millisecond - 1 {
+				clk.Advance(time.Millisecond)
+				l.RunUntilIdle()
+			}
+			semExpect(t, &log)
+			clk.Advance(time.Millisecond)
+			l.RunUntilIdle()
+			semExpect(t, &log, "handler Timeout")
+			semFail(t, f, vm.Timeout)
+			// Nothing else is armed: the replaced timer is gone.
+			clk.Advance(time.Minute)
+			l.RunUntilIdle()
+			semExpect(t, &log, "handler Timeout")
+			if st := l.Stats(); st.Timers != 0 {
+				t.Fatalf("%d timers left after the flow ended", st.Timers)
+			}
+		})
+	}
+}
+
+// A step that completes in time stops its timeout.
+func TestSemTimeoutStoppedBySuccess(t *testing.T) {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(10 * time.Millisecond)
+		as.Tool().Deferred(5*time.Millisecond, func() { as.Success(vm.Int(5)) })
+	}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+	root.Add(func(as vm.AsyncSteps, a vm.Args) {
+		log.add("next got %d", a.Int(0))
+		as.WaitExternal()
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	clk.Advance(5 * time.Millisecond)
+	l.RunUntilIdle()
+	clk.Advance(time.Hour)
+	l.RunUntilIdle()
+	semExpect(t, &log, "next got 5")
+	semPending(t, f)
+	root.Cancel()
+}
+
+// A timeout of a step with sub-steps unwinds from the innermost sub-step:
+// cancel handlers and error handlers run innermost first.
+func TestSemTimeoutUnwindsFromInnermost(t *testing.T) {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
+		as.SetTimeout(10 * time.Millisecond)
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel middle") })
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel inner") })
+			}, func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
+		}, func(as vm.AsyncSteps, code string) { log.add("middle handler %s", code) })
+	}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	clk.Advance(10 * time.Millisecond)
+	l.RunUntilIdle()
+	semFail(t, f, vm.Timeout)
+	semExpect(t, &log,
+		"cancel inner", "inner handler Timeout",
+		"cancel middle", "middle handler Timeout",
+		"cancel outer", "outer handler Timeout",
+	)
+}
+
+// A timeout handled by its step's handler lets the flow continue.
+func TestSemTimeoutHandled(t *testing.T) {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(time.Second)
+	}, func(as vm.AsyncSteps, code string) {
+		if code == vm.Timeout {
+			as.Success(vm.Str("fallback"))
+		}
+	})
+	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s", a.String(0)) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	clk.Advance(time.Second)
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "next got fallback")
+}
+
+// Root Cancel runs the cancel handlers innermost first, no error handler,
+// and no further step; the Future reports ErrCanceled.
+func TestSemCancelRoot(t *testing.T) {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel inner") })
+				as.SetTimeout(time.Second)
+			}, func(as vm.AsyncSteps, code string) { log.add("inner handler must not run") })
+			as.Add(log.step("sibling never"))
+		})
+	}, func(as vm.AsyncSteps, code string) { log.add("outer handler must not run") })
+	root.Add(log.step("next never"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	root.Cancel()
+	semExpect(t, &log, "cancel inner", "cancel outer")
+	_, err := semResult(t, f)
+	if !errors.Is(err, vm.ErrCanceled) {
+		t.Fatalf("Future error = %v, want ErrCanceled", err)
+	}
+	clk.Advance(time.Hour)
+	l.RunUntilIdle()
+	semExpect(t, &log, "cancel inner", "cancel outer")
+	if st := l.Stats(); st.RunningRoots != 0 || st.Timers != 0 {
+		t.Fatalf("after cancel: %+v", st)
+	}
+}
+
+// A canceled root never runs another step: canceled before its first step
+// ran, from inside a step, and while a parallel runs.
+func TestSemCancelStopsEverything(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(root vm.AsyncSteps, log *semLog)
+		// cancelNow: Cancel right after Execute, before the loop runs.
+		cancelNow bool
+		want      []string
+	}{
+		{
+			name:      "before the first step",
+			setup:     func(root vm.AsyncSteps, log *semLog) { root.Add(log.step("first never")) },
+			cancelNow: true,
+		},
+		{
+			name: "from inside a step",
+			setup: func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("first")
+					as.Add(log.step("sub never"))
+					root.Cancel()
+					log.add("Cancel returned")
+				})
+				root.Add(log.step("second never"))
+			},
+			want: []string{"first", "Cancel returned"},
+		},
+		{
+			name: "from inside a step that succeeded",
+			setup: func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Success()
+					root.Cancel()
+				})
+				root.Add(log.step("second never"))
+			},
+		},
+		{
+			name: "from a branch",
+			setup: func(root vm.AsyncSteps, log *semLog) {
+				p := root.Parallel()
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("a")
+					root.Cancel()
+				})
+				p.Add(log.step("b never"))
+				root.Add(log.step("after never"))
+			},
+			want: []string{"a"},
+		},
+		{
+			name: "from an error handler",
+			setup: func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Error("E")
+				}, func(as vm.AsyncSteps, code string) {
+					log.add("handler")
+					root.Cancel()
+					as.Success()
+				})
+				root.Add(log.step("next never"))
+			},
+			want: []string{"handler"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, clk := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			c.setup(root, &log)
+			f := root.Promise()
+			if c.cancelNow {
+				root.Cancel()
+			}
+			l.RunUntilIdle()
+			clk.Advance(time.Hour)
+			l.RunUntilIdle()
+			semExpect(t, &log, c.want...)
+			if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+				t.Fatalf("Future error = %v, want ErrCanceled", err)
+			}
+			if st := l.Stats(); st.RunningRoots != 0 {
+				t.Fatalf("RunningRoots = %d after cancel", st.RunningRoots)
+			}
+		})
+	}
+}
+
+// Cancel of a root that is not running is harmless: the root can still be
+// executed afterwards.
+func TestSemCancelIdleRoot(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Cancel() // never executed
+	root.Add(log.step("first"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	root.Cancel() // completed
+	root.Cancel()
+	root.Add(log.step("second"))
+	f = root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "first", "second")
+	if !root.Valid() {
+		t.Fatal("root invalid after Cancel of an idle root")
+	}
+}
+
+// A cancel handler may not revive its step: Success through the handle
+// during cancel changes nothing.
+func TestSemCancelHandlerCannotComplete(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(c vm.AsyncSteps) {
+			log.add("cancel")
+			c.Success(vm.Int(1))
+		})
+	})
+	root.Add(log.step("next never"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	root.Cancel()
+	l.RunUntilIdle()
+	semExpect(t, &log, "cancel")
+	if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+		t.Fatalf("Future error = %v, want ErrCanceled", err)
+	}
+}
