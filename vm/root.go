@@ -24,7 +24,7 @@ type root struct {
 
 	slots     []slot
 	freeSlots []uint32
-	liveSlots int // slots in use; 0 means every slot is nil
+	liveSlots int    // slots in use; 0 means every slot is nil
 	seq       uint32 // last Node.Seq handed out
 
 	// rootEpoch changes on Release: it invalidates every handle. runEpoch

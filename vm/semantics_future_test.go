@@ -193,11 +193,6 @@ func TestSemAwaitContextCanceled(t *testing.T) {
 				p.Await(fn)
 				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
 					as.WaitExternal()
-					go func() {
-						<-started
-						as := as // the handle is only used on the loop
-						_ = as
-					}()
 					res := as.Resumer()
 					go func() {
 						<-started

@@ -82,7 +82,9 @@ func (s *State) recordPanic(v any) {
 }
 
 func (s *State) reset() {
-	clear(s.vars)
+	if len(s.vars) != 0 {
+		clear(s.vars)
+	}
 	s.errorInfo, s.lastCode, s.lastInfo, s.lastPanic, s.hasLast = "", "", "", nil, false
 	s.stack = s.stack[:0]
 }
