@@ -165,6 +165,8 @@ func (l *Loop) step(r *root, th *Node) {
 	case opcodes.OpLoop, opcodes.OpRepeat:
 		n.A = 0
 		l.iterate(r, th, n)
+	case opcodes.OpSync:
+		l.stepSync(r, th, n)
 	default:
 		r.state.recordError(InternalError, "corrupt instruction "+n.Op.String())
 		l.raise(r, th, InternalError)
@@ -239,6 +241,9 @@ func (l *Loop) popFrame(r *root, th, n *Node) {
 
 // endFrame releases what frame n holds, then n itself.
 func (l *Loop) endFrame(r *root, n *Node) {
+	if n.Op == opcodes.OpSync {
+		l.exitSync(r, n)
+	}
 	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
 		if ts := n.TimerSlot(); ts != 0 {
 			l.stopTimer(ts)
@@ -637,7 +642,8 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 }
 
 func (l *Loop) stopTimer(slot uint32) {
-	cb := &l.cbs[slot]
-	l.wheel.Stop(cb.tm)
+	if cb := &l.cbs[slot]; !cb.pending {
+		l.wheel.Stop(cb.tm)
+	}
 	l.freeCallback(slot)
 }

@@ -66,3 +66,18 @@ func BenchmarkInterpTimeoutResumer(b *testing.B) {
 		l.RunUntilIdle()
 	}
 }
+
+func BenchmarkInterpTimeoutDirect(b *testing.B) {
+	l := vm.NewLoop()
+	var step vm.AsyncSteps
+	waiting := func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(time.Second)
+		step = as
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Spawn(waiting)
+		l.RunUntilIdle()
+		step.Success()
+	}
+}

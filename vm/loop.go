@@ -26,13 +26,17 @@ import (
 // the same pass, up to inlineBudget steps, so a lone flow does not pay a
 // queue round trip per step.
 type Loop struct {
-	clock  Clock
-	manual bool
-	start  time.Time // time 0 of the wheel
+	clock   Clock
+	custom  bool  // clock is not the system clock
+	passNow int64 // system clock read during this pass, 0 if none
+	inPass  bool  // Iterate is running: timers are armed at the end of the pass
+	manual  bool
+	start   time.Time // time 0 of the wheel
 
 	runq   taskQueue
 	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
 	cbFree []uint32
+	toArm  []armReq // timers set during this pass, armed at its end
 	wheel  *wheel.Wheel
 
 	inbox    *ringbuf.Queue[inbound]
@@ -104,6 +108,8 @@ func NewLoop(opts ...LoopOption) *Loop {
 	for _, o := range opts {
 		o(l)
 	}
+	_, system := l.clock.(systemClock)
+	l.custom = !system
 	if mc, ok := l.clock.(*ManualClock); ok {
 		l.manual = true
 		mc.attach(l)
@@ -118,8 +124,27 @@ func NewLoop(opts ...LoopOption) *Loop {
 	return l
 }
 
-// now is the loop's time in nanoseconds since the loop was created.
-func (l *Loop) now() int64 { return int64(l.clock.Now().Sub(l.start)) }
+// now is the loop's time in nanoseconds since the loop was created. On the
+// system clock, time.Since reads only the monotonic clock.
+func (l *Loop) now() int64 {
+	if !l.custom {
+		l.passNow = int64(time.Since(l.start))
+		return l.passNow
+	}
+	return int64(l.clock.Now().Sub(l.start))
+}
+
+// passTime returns the time for the timer check at the end of a pass: a
+// reading of the system clock taken during the pass if there was one (a
+// timer due since then fires in the next pass: later, never earlier), a
+// fresh reading otherwise. Clock reads cost tens of nanoseconds on some
+// virtual machines.
+func (l *Loop) passTime() int64 {
+	if !l.custom && l.passNow != 0 {
+		return l.passNow
+	}
+	return l.now()
+}
 
 // callback kinds.
 const (
@@ -138,7 +163,11 @@ type callback struct {
 	epoch uint32
 	gen   uint32
 	kind  uint8
-	tm    wheel.Timer
+	// pending: armed by arm but not inserted into the wheel yet; d is the
+	// delay to apply when it is.
+	pending bool
+	d       time.Duration
+	tm      wheel.Timer
 }
 
 func (l *Loop) newCallback(kind uint8) (uint32, *callback) {
@@ -176,8 +205,40 @@ func (l *Loop) Immediate(fn func()) Handle {
 func (l *Loop) Deferred(d time.Duration, fn func()) Handle {
 	slot, cb := l.newCallback(cbDeferred)
 	cb.fn = fn
-	cb.tm = l.wheel.Add(l.now()+int64(max(d, 0)), uint64(slot)|uint64(cb.gen)<<32)
+	l.arm(slot, cb, d)
 	return Handle{slot, cb.gen}
+}
+
+// arm schedules the timer of callback slot to fire d from now. The wheel
+// insert waits for the end of the pass (armPending), which reads the clock
+// once for every timer set during the pass; arming later than asked only
+// moves the deadline later, so timers still never fire early. A timer
+// stopped within its pass never reaches the wheel.
+func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
+	d = max(d, 0)
+	if !l.inPass { // nothing will arm it soon: arm it now
+		cb.tm = l.wheel.Add(l.now()+int64(d), uint64(slot)|uint64(cb.gen)<<32)
+		return
+	}
+	cb.d = d
+	cb.pending = true
+	l.toArm = append(l.toArm, armReq{slot, cb.gen})
+}
+
+type armReq struct{ slot, gen uint32 }
+
+// armPending inserts the timers set since the last pass into the wheel.
+func (l *Loop) armPending() {
+	now := l.passTime()
+	for _, a := range l.toArm {
+		cb := &l.cbs[a.slot]
+		if cb.gen != a.gen || !cb.pending {
+			continue // stopped before it was armed
+		}
+		cb.pending = false
+		cb.tm = l.wheel.Add(now+int64(cb.d), uint64(a.slot)|uint64(a.gen)<<32)
+	}
+	l.toArm = l.toArm[:0]
 }
 
 // Cancel unschedules h. Canceling a callback that already ran, or was
@@ -186,8 +247,7 @@ func (l *Loop) Cancel(h Handle) {
 	if !l.IsValid(h) {
 		return
 	}
-	cb := &l.cbs[h.slot]
-	if cb.kind == cbDeferred {
+	if cb := &l.cbs[h.slot]; cb.kind == cbDeferred && !cb.pending {
 		l.wheel.Stop(cb.tm)
 	}
 	l.freeCallback(h.slot)
@@ -278,6 +338,8 @@ func (l *Loop) handleInbound(in *inbound) {
 // and 0 when immediate work remains or the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 	l.claim()
+	l.passNow = 0
+	l.inPass = true
 	if !l.inbox.Empty() {
 		l.inbox.Drain(l.drainFn)
 	}
@@ -285,8 +347,12 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 		l.runTask(l.runq.pop())
 	}
 	var now int64
+	l.inPass = false
+	if len(l.toArm) > 0 {
+		l.armPending()
+	}
 	if l.wheel.Len() > 0 {
-		now = l.now()
+		now = l.passTime()
 		for {
 			data, ok := l.wheel.Pop(now)
 			if !ok {
@@ -295,7 +361,7 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 			l.fire(uint32(data), uint32(data>>32))
 		}
 	}
-	if l.runq.len() > 0 || !l.inbox.Empty() {
+	if l.runq.len() > 0 || !l.inbox.Empty() || len(l.toArm) > 0 {
 		return true, 0
 	}
 	if l.wheel.Len() == 0 {
@@ -303,7 +369,7 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 	}
 	if at, ok := l.wheel.NextDeadline(); ok {
 		if now == 0 {
-			now = l.now()
+			now = l.passTime()
 		}
 		// A wheel bound that is not after now while nothing fired would make
 		// callers spin; wait a tick instead.
@@ -448,7 +514,7 @@ func (l *Loop) Stats() LoopStats {
 		LiveRoots:     l.roots,
 		RunningRoots:  l.running,
 		PooledRoots:   len(l.pool),
-		Timers:        l.wheel.Len(),
+		Timers:        l.wheel.Len() + len(l.toArm),
 		Queued:        l.runq.len(),
 		Panics:        l.panics,
 	}

@@ -189,7 +189,7 @@ func (r *root) newNode(op opcodes.Op) *Node {
 // with the slots its operands hold.
 func (r *root) freeNode(n *Node) {
 	switch n.Op {
-	case opcodes.OpExec, opcodes.OpSuccess, opcodes.OpParallel, opcodes.OpLoop, opcodes.OpRepeat:
+	case opcodes.OpExec, opcodes.OpSuccess, opcodes.OpParallel, opcodes.OpLoop, opcodes.OpRepeat, opcodes.OpSync:
 		r.freeSlot(n.Fn)
 		r.freeSlot(n.Err)
 	}

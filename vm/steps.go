@@ -321,7 +321,7 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 	}
 	slot, cb := l.newCallback(cbTimeout)
 	cb.r, cb.n, cb.seq, cb.epoch = as.r, n, n.Seq, as.r.runEpoch
-	cb.tm = l.wheel.Add(l.now()+int64(max(d, 0)), uint64(slot)|uint64(cb.gen)<<32)
+	l.arm(slot, cb, d)
 	n.SetTimerSlot(slot)
 }
 
