@@ -210,6 +210,13 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 	for {
 		if n.Op.IsBase() {
+			if l.depth > 0 && n == l.curTh {
+				// Completed from inside this thread's own call: end it in its
+				// next turn, so that misuse later in the same call (a second
+				// Success) still fails the flow instead of going unnoticed.
+				l.schedule(r, n, args)
+				return
+			}
 			if n.Op == opcodes.OpRoot {
 				l.finish(r, args, "", false)
 			} else {

@@ -77,12 +77,13 @@ func (as AsyncSteps) State() *State {
 	return &as.r.state
 }
 
-// misuse reports a violation of the API (FTN12 2.1). Inside user code run
-// by the loop it raises InternalError in the flow being run, by panicking
-// into the VM's recovery; outside, it fails root r if r is running, and is
-// ignored otherwise.
+// misuse reports a violation of the API (FTN12 2.1). Called from a step's
+// function or error handler, it raises InternalError in that step's flow by
+// panicking into the VM's recovery; called from anywhere else (a loop
+// callback, a cancel handler, the driving goroutine), it fails root r if r
+// is running, and is ignored otherwise.
 func (l *Loop) misuse(r *root, info string) {
-	if l.depth > 0 {
+	if l.inCall != nil { // a step's function or error handler is the caller
 		panic(&Error{Code: InternalError, Info: info})
 	}
 	if r != nil && r.status == rootRunning {
