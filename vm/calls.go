@@ -52,8 +52,10 @@ func (l *Loop) callRepeat(fn func(AsyncSteps, int), as AsyncSteps, i int) (p any
 // thing a cancel handler may do with its handle is read state.
 func (l *Loop) callCancel(fn CancelFunc, as AsyncSteps) (p any) {
 	prev := l.enter(nil)
+	l.teardown++
 	defer func() {
 		p = recover()
+		l.teardown--
 		l.leave(nil, prev)
 	}()
 	fn(as)
@@ -62,8 +64,10 @@ func (l *Loop) callCancel(fn CancelFunc, as AsyncSteps) (p any) {
 
 func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) (p any) {
 	prev := l.enter(nil)
+	l.teardown++
 	defer func() {
 		p = recover()
+		l.teardown--
 		l.leave(nil, prev)
 	}()
 	fn(ptr)

@@ -111,10 +111,13 @@ func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 }
 
 func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
-	t := l.runq.slot()
-	t.r, t.th, t.tok, t.epoch = r, th, th.B, r.runEpoch
+	t := l.runq.slot() // reused entry: set every field
+	t.r, t.th, t.tok, t.epoch, t.seq = r, th, th.B, r.runEpoch, th.Seq
+	t.slot, t.gen = 0, 0
 	if args != nil {
 		t.args.copyFrom(args)
+	} else {
+		t.args.n = 0
 	}
 }
 
@@ -282,9 +285,15 @@ func (l *Loop) endFrame(r *root, n *Node) {
 // retired) or return (unwinding goes on). An error that leaves a branch
 // aborts its parallel step; one that leaves the main thread ends the flow.
 func (l *Loop) raise(r *root, th *Node, code string) {
+	l.recordStack(r, th)
+	l.unwind(r, th, code)
+}
+
+// unwind carries out raise once the error's async stack is recorded; an
+// error leaving a branch continues here, in the parallel step's thread.
+func (l *Loop) unwind(r *root, th *Node, code string) {
 	epoch := r.runEpoch
 	l.stopThread(th)
-	l.recordStack(r, th)
 	for {
 		f := th.Top()
 		if f.Op.IsBase() {
@@ -307,7 +316,7 @@ func (l *Loop) raise(r *root, th *Node, code string) {
 		return
 	}
 	th.Flags |= opcodes.FlagDone
-	l.raise(r, threadOf(th.Parent), code)
+	l.unwind(r, threadOf(th.Parent), code)
 }
 
 // handleError runs the error handler of frame f. done reports that the

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/stepvm/stepvm/arena"
 	"github.com/stepvm/stepvm/internal/wheel"
@@ -39,6 +40,7 @@ type Loop struct {
 	toArm  []armReq // timers set during this pass, armed at its end
 	wheel  *wheel.Wheel
 
+	self     weak.Pointer[Loop] // handed to roots, see rootMem
 	inbox    *ringbuf.Queue[inbound]
 	drainFn  func(*inbound)
 	resumers resumerTable
@@ -52,21 +54,22 @@ type Loop struct {
 	panics  int64
 
 	pool    []*root
-	acct    arena.Account
+	acct    *arena.Account // a separate object: arenas point at it from root cleanups
 	roots   int64 // live roots: created and neither released nor collected
 	running int64 // roots executing now
 
 	// Interpreter registers.
-	cur     *root   // root whose thread is being dispatched
-	curTh   *Node   // that thread's base
-	inline  bool    // curTh scheduled itself again; next holds its args
-	depth   int     // user callbacks on the Go stack
-	inCall  *Node   // frame whose function or error handler runs innermost
-	argsCur *argBuf // values passed to the step being called
-	argsNxt *argBuf // values for the inline continuation
-	argBufs [2]argBuf
-	scratch argBuf
-	pend    pending // what the in-flight unwinding panic carries
+	cur      *root   // root whose thread is being dispatched
+	curTh    *Node   // that thread's base
+	inline   bool    // curTh scheduled itself again; next holds its args
+	depth    int     // user callbacks on the Go stack
+	inCall   *Node   // frame whose function or error handler runs innermost
+	teardown int     // cancel handlers and destroy callbacks on the Go stack
+	argsCur  *argBuf // values passed to the step being called
+	argsNxt  *argBuf // values for the inline continuation
+	argBufs  [2]argBuf
+	scratch  argBuf
+	pend     pending // what the in-flight unwinding panic carries
 }
 
 // Node is the encoded step record the interpreter works on.
@@ -104,7 +107,7 @@ const (
 
 // NewLoop returns a loop owned by the calling goroutine.
 func NewLoop(opts ...LoopOption) *Loop {
-	l := &Loop{clock: systemClock{}, wakeCh: make(chan struct{}, 1)}
+	l := &Loop{clock: systemClock{}, wakeCh: make(chan struct{}, 1), acct: new(arena.Account)}
 	for _, o := range opts {
 		o(l)
 	}
@@ -117,6 +120,8 @@ func NewLoop(opts ...LoopOption) *Loop {
 	l.start = l.clock.Now()
 	l.wheel = wheel.New(0, tick)
 	l.inbox = ringbuf.NewQueue[inbound](inboxCapacity)
+	l.self = weak.Make(l)
+	runtime.AddCleanup(l, reclaimDead, l.inbox)
 	l.drainFn = l.handleInbound
 	l.cbs = make([]callback, 1, 64)
 	l.argsCur, l.argsNxt = &l.argBufs[0], &l.argBufs[1]
@@ -295,7 +300,8 @@ func goid() int64 {
 // a Resumer's completion.
 type inbound struct {
 	fn   func()
-	slot uint32 // resumer slot; 0 for a Post
+	mem  *rootMem // the arena of a collected root, to release
+	slot uint32   // resumer slot; 0 for a Post
 	gen  uint32
 	code string // "" for success
 	info string
@@ -324,6 +330,10 @@ func (l *Loop) wake() {
 }
 
 func (l *Loop) handleInbound(in *inbound) {
+	if in.mem != nil {
+		l.reclaimMem(in.mem)
+		return
+	}
 	if in.slot == 0 {
 		l.callFunc(in.fn)
 		return
@@ -471,7 +481,7 @@ func (l *Loop) fire(slot, gen uint32) {
 // runTask runs one queued immediate callback or flow step. The entry is
 // copied out and cleared first: pushes made while it runs may reuse it.
 func (l *Loop) runTask(t *task) {
-	r, th, tok, epoch, slot, gen := t.r, t.th, t.tok, t.epoch, t.slot, t.gen
+	r, th, tok, epoch, seq, slot, gen := t.r, t.th, t.tok, t.epoch, t.seq, t.slot, t.gen
 	if slot == 0 {
 		l.argsCur.copyFrom(&t.args)
 		t.args.clear()
@@ -487,8 +497,10 @@ func (l *Loop) runTask(t *task) {
 		l.callFunc(fn)
 		return
 	}
-	if r.runEpoch != epoch || th.B != tok {
-		return // the flow ended or was unwound since this was queued
+	// The epoch check comes first: only then is th known to point into
+	// memory this run of r still owns.
+	if r.runEpoch != epoch || th.Seq != seq || th.B != tok {
+		return // the flow ended, the branch was freed, or it moved on
 	}
 	l.runThread(r, th)
 }

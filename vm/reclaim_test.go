@@ -29,10 +29,19 @@ func TestUnreleasedRootsAreReclaimed(t *testing.T) {
 		}
 		l.RunUntilIdle()
 	}
+	// Cleanups run on their own goroutine after the cycle that found the
+	// roots dead; give them rounds (not time) to catch up.
 	settle := func() {
-		for range 3 {
+		prev := int64(-1)
+		for range 50 {
 			runtime.GC()
+			runtime.Gosched()
 			l.RunUntilIdle() // applies the reclaims the cleanups posted
+			live := l.Stats().LiveRoots
+			if live == prev {
+				return
+			}
+			prev = live
 		}
 	}
 	var ms runtime.MemStats

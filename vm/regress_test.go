@@ -2,9 +2,12 @@ package vm_test
 
 import (
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stepvm/stepvm/arena"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -55,5 +58,118 @@ func TestRegressMisuseInLastStep(t *testing.T) {
 				t.Fatalf("err = %v, want InternalError", err)
 			}
 		})
+	}
+}
+
+// BUG-F1: a flow's turn queued in a run-queue entry that once held an
+// Immediate is not mistaken for that Immediate.
+func TestRegressRunQueueEntryReuse(t *testing.T) {
+	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
+	l.Immediate(func() {})
+	root := l.NewSteps()
+	n := 0
+	root.Repeat(100, func(as vm.AsyncSteps, i int) {
+		as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { n++ })
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	select {
+	case <-f.Done():
+	default:
+		t.Fatalf("flow stalled after %d of 100 branches", n)
+	}
+}
+
+// BUG-F2: a queued turn of a branch that was freed (its parallel failed)
+// is dropped even when the memory is reused by a new step.
+func TestRegressStaleBranchTask(t *testing.T) {
+	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
+	root := l.NewSteps()
+	ran := false
+	p := root.Parallel(func(as vm.AsyncSteps, code string) {
+		as.Add(func(vm.AsyncSteps, vm.Args) { ran = true })
+	})
+	p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") })
+	p.SuccessStep()
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := f.Wait(t.Context()); err != nil || !ran {
+		t.Fatalf("ran=%v err=%v; want the handler's step to run and the flow to succeed", ran, err)
+	}
+}
+
+// BUG-S3: misuse inside a cancel handler does not turn a cancel into an
+// error: no error handler runs, the Future reports ErrCanceled.
+func TestRegressMisuseInCancelHandler(t *testing.T) {
+	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
+	root := l.NewSteps()
+	handlerRan := false
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(vm.AsyncSteps) { root.Add(func(vm.AsyncSteps, vm.Args) {}) })
+	}, func(as vm.AsyncSteps, code string) { handlerRan = true })
+	f := root.Promise()
+	l.RunUntilIdle()
+	root.Cancel()
+	l.RunUntilIdle()
+	if _, err := f.Wait(t.Context()); handlerRan || !errors.Is(err, vm.ErrCanceled) {
+		t.Fatalf("handlerRan=%v err=%v; want false, ErrCanceled", handlerRan, err)
+	}
+}
+
+// BUG-S4: a call through the zero AsyncSteps inside a step fails the flow
+// (and Error does not return).
+func TestRegressZeroHandle(t *testing.T) {
+	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		var z vm.AsyncSteps
+		z.Error("X")
+		as.State().Set("returned", true)
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := f.Wait(t.Context()); !errors.Is(err, vm.ErrInternal) || root.State().Exists("returned") {
+		t.Fatalf("err=%v, returned=%v; want InternalError, false", err, root.State().Exists("returned"))
+	}
+}
+
+func regressBranchFails(as vm.AsyncSteps, _ vm.Args) { as.Error("B") }
+func regressOuter(as vm.AsyncSteps, _ vm.Args)       { as.Parallel().Add(regressBranchFails) }
+
+// BUG-S5: the async stack of an error raised in a branch keeps the failing
+// branch step, innermost last, after the error leaves the branch.
+func TestRegressAsyncStackFromBranch(t *testing.T) {
+	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
+	root := l.NewSteps()
+	var last string
+	root.Add(regressOuter, func(as vm.AsyncSteps, code string) {
+		s := as.State().AsyncStack()
+		last = runtime.FuncForPC(s[len(s)-1]).Name()
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	if !strings.HasSuffix(last, ".regressBranchFails") {
+		t.Fatalf("innermost AsyncStack entry = %s, want regressBranchFails", last)
+	}
+}
+
+// BUG-B1: the arenas of roots dropped together with their (never closed)
+// loop go back to the source once both are collected.
+func TestRegressDroppedLoopReturnsArenas(t *testing.T) {
+	held := func() int64 { s := arena.ReadSourceStats(); return s.Mapped - s.Idle }
+	before := held()
+	func() {
+		l := vm.NewLoop()
+		for range 1000 {
+			as := l.NewSteps() // dropped without Release
+			as.Add(func(vm.AsyncSteps, vm.Args) {})
+		}
+	}()
+	for i := 0; i < 50 && held() > before; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if h := held(); h > before {
+		t.Fatalf("%d bytes of arena chunks still held", h-before)
 	}
 }

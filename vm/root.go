@@ -3,9 +3,11 @@ package vm
 import (
 	"runtime"
 	"unsafe"
+	"weak"
 
 	"github.com/stepvm/stepvm/arena"
 	"github.com/stepvm/stepvm/opcodes"
+	"github.com/stepvm/stepvm/ringbuf"
 	"github.com/stepvm/stepvm/stackalloc"
 )
 
@@ -42,10 +44,14 @@ type root struct {
 
 // rootMem is the part of a root the GC cleanup needs; it must not point
 // back at the root, or the root would never become unreachable.
+//
+// It reaches the loop through a weak pointer: a cleanup's argument is a GC
+// root, so a strong one would keep the loop, its pool and every pooled root
+// alive for good.
 type rootMem struct {
 	a    arena.Arena
-	l    *Loop
-	live bool // counted in l.roots; loop goroutine only
+	l    weak.Pointer[Loop]
+	live bool // counted in the loop's roots; loop goroutine only
 }
 
 // slot holds the Go values of one step: a closure, an error handler, boxed
@@ -74,8 +80,8 @@ func (l *Loop) newRoot() *root {
 		r.base.SetTop(r.base)
 		return r
 	}
-	r := &root{l: l, mem: &rootMem{l: l, live: true}, slots: make([]slot, 1, 8)}
-	r.mem.a.Init(&l.acct)
+	r := &root{l: l, mem: &rootMem{l: l.self, live: true}, slots: make([]slot, 1, 4)}
+	r.mem.a.Init(l.acct)
 	runtime.AddCleanup(r, reclaim, r.mem)
 	r.base = r.newNode(opcodes.OpRoot)
 	r.base.SetTop(r.base)
@@ -84,12 +90,26 @@ func (l *Loop) newRoot() *root {
 
 // reclaim returns the arena of a root the program dropped without Release.
 // It runs on the GC's cleanup goroutine, so it hands the work to the loop,
-// which owns the arena and its accounting; a closed loop's arenas go back
-// to the source directly.
+// which owns the arena and its accounting. When the loop is closed or gone,
+// the chunks go back to the source directly.
 func reclaim(m *rootMem) {
-	if !m.l.Post(func() { m.l.reclaimMem(m) }) {
-		m.a.Abandon()
+	if l := m.l.Value(); l != nil && !l.closed.Load() {
+		l.inbox.Push(inbound{mem: m})
+		l.wake()
+		return
 	}
+	m.a.Abandon()
+}
+
+// reclaimDead runs when a loop is collected: arenas whose reclaim was
+// queued but never handled go back to the source. (Reclaims that come
+// later find the loop gone and return their arenas themselves.)
+func reclaimDead(inbox *ringbuf.Queue[inbound]) {
+	inbox.Drain(func(in *inbound) {
+		if in.mem != nil {
+			in.mem.a.Abandon()
+		}
+	})
 }
 
 func (l *Loop) reclaimMem(m *rootMem) {
@@ -120,7 +140,7 @@ func (l *Loop) release(r *root) {
 		return
 	}
 	r.mem.a.Release()
-	r.mem.a.Init(&l.acct) // the root object may still be reached through stale handles
+	r.mem.a.Init(l.acct) // the root object may still be reached through stale handles
 }
 
 // resetRun frees everything a run allocated: nodes, slots, stack memory.

@@ -14,7 +14,8 @@ import (
 // garbage collector. A T that holds Go pointers (strings, slices, maps,
 // pointers, interfaces, funcs) must stay visible to the collector, so it is
 // allocated on the Go heap and the step keeps it reachable until it ends.
-// Stack returns nil for an invalid handle.
+// Stack returns nil for the handle of a step that has ended (and, like
+// every call, panics for the zero AsyncSteps).
 func Stack[T any](as AsyncSteps) *T {
 	n, ok := as.running("Stack")
 	if !ok {

@@ -11,7 +11,9 @@ import (
 // carries generations, so a copy kept past the life of its step or root is
 // detected: Valid reports false, and calls through it end as InternalError
 // of the calling flow without touching the flow that now uses the memory.
-// The zero value is invalid.
+// The zero value is invalid: Valid reports false, State and Tool return
+// nil, and any other call panics with an *Error (InternalError), which
+// fails the calling flow when made from a step.
 //
 // Which methods apply where follows FTN12 2.2: the common API anywhere,
 // the execution API inside a step's function (Success and Error also in
@@ -80,11 +82,21 @@ func (as AsyncSteps) State() *State {
 // misuse reports a violation of the API (FTN12 2.1). Called from a step's
 // function or error handler, it raises InternalError in that step's flow by
 // panicking into the VM's recovery; called from anywhere else (a loop
-// callback, a cancel handler, the driving goroutine), it fails root r if r
-// is running, and is ignored otherwise.
+// callback, the driving goroutine), it fails root r if r is running, and is
+// ignored otherwise. In a cancel handler or a Stack destroy callback it is
+// only recorded in r's state: the flow is already ending.
 func (l *Loop) misuse(r *root, info string) {
 	if l.inCall != nil { // a step's function or error handler is the caller
 		panic(&Error{Code: InternalError, Info: info})
+	}
+	if l.teardown > 0 {
+		// A cancel handler or destroy callback: the flow is already being
+		// canceled or unwound, which must not turn into running error
+		// handlers. Record the misuse only.
+		if r != nil {
+			r.state.recordError(InternalError, info)
+		}
+		return
 	}
 	if r != nil && r.status == rootRunning {
 		r.state.recordError(InternalError, info)
@@ -96,7 +108,7 @@ func (l *Loop) misuse(r *root, info string) {
 func (as AsyncSteps) misuse(info string) {
 	r := as.r
 	if r == nil {
-		return
+		zeroHandle(info)
 	}
 	if as.n == nil && as.epoch == r.rootEpoch {
 		r.l.misuse(r, info)
@@ -109,11 +121,19 @@ func (as AsyncSteps) misuse(info string) {
 	r.l.misuse(nil, info) // stale: only the calling flow may be failed
 }
 
+// zeroHandle reports a call through the zero AsyncSteps, which names no
+// loop to report to: it panics with InternalError. Inside a step's function
+// or handler the VM recovers that and fails the calling flow; elsewhere it
+// is a programming error, like calling a method through a nil pointer.
+func zeroHandle(what string) {
+	panic(&Error{Code: InternalError, Info: what + " through the zero AsyncSteps"})
+}
+
 // target returns the node whose queue steps added through as go to.
 func (as AsyncSteps) target(what string) *Node {
 	r := as.r
 	if r == nil {
-		return nil
+		zeroHandle(what)
 	}
 	if as.n == nil {
 		if as.epoch != r.rootEpoch {

@@ -7,6 +7,7 @@ type task struct {
 	th    *Node  // thread base
 	tok   uint64 // th.B when queued; a mismatch means the thread moved on
 	epoch uint32 // r.runEpoch when queued
+	seq   uint32 // th.Seq when queued: the base may be freed and its memory reused
 	slot  uint32 // Immediate callback slot
 	gen   uint32
 	args  argBuf
