@@ -23,13 +23,14 @@ const (
 	OpLoop               // call the body in slot Fn until Break; label in slot Err
 	OpRepeat             // call the body in slot Fn with 0..A-1; label in slot Err
 	OpIter               // frame of one loop iteration (its body is the parent loop's Fn)
+	OpSync               // run the queued step inside the sync primitive in slot Fn; A, B: the primitive's state
 	opCount
 )
 
 var opNames = [opCount]string{
 	OpNone: "none", OpRoot: "root", OpBranch: "branch", OpExec: "exec",
 	OpSuccess: "success", OpParallel: "parallel", OpLoop: "loop",
-	OpRepeat: "repeat", OpIter: "iter",
+	OpRepeat: "repeat", OpIter: "iter", OpSync: "sync",
 }
 
 func (o Op) String() string {
@@ -79,6 +80,8 @@ const (
 //   - OpSuccess: Fn holds the boxed success values.
 //   - OpParallel: A counts running branches.
 //   - OpLoop, OpRepeat: A is the next iteration index, B the Repeat count.
+//   - OpSync: Fn holds the sync primitive and the queue its critical
+//     section; A and B are the primitive's state of the frame.
 type Node struct {
 	Next   *Node
 	Parent *Node

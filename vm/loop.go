@@ -55,8 +55,8 @@ type Loop struct {
 
 	pool    []*root
 	acct    *arena.Account // a separate object: arenas point at it from root cleanups
-	roots   int64 // live roots: created and neither released nor collected
-	running int64 // roots executing now
+	roots   int64          // live roots: created and neither released nor collected
+	running int64          // roots executing now
 
 	// Interpreter registers.
 	cur      *root   // root whose thread is being dispatched

@@ -269,3 +269,40 @@ func TestSemUnhandledErrorStopsFlow(t *testing.T) {
 	}
 	semExpect(t, &log)
 }
+
+func semStackParallelOuter(as vm.AsyncSteps, _ vm.Args) {
+	p := as.Parallel()
+	p.Add(semStackBranchWaits)
+	p.Add(semStackBranch)
+}
+
+func semStackBranchWaits(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() }
+
+func semStackBranch(as vm.AsyncSteps, _ vm.Args) { as.Add(semStackInner) }
+
+// An error raised in a parallel branch keeps the branch's steps in
+// AsyncStack when it reaches the handlers outside the parallel: the stack
+// is the one at the time the error was raised.
+func TestSemAsyncStackFromBranch(t *testing.T) {
+	t.Skip("BUGS.md: BUG-S5 AsyncStack loses the failing branch's steps once the error leaves the branch")
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var names []string
+	root.Add(semStackParallelOuter, func(as vm.AsyncSteps, code string) {
+		for _, pc := range as.State().AsyncStack() {
+			names = append(names, semFuncName(pc))
+		}
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semFail(t, f, "Deep")
+	want := []string{".semStackParallelOuter", ".semStackBranch", ".semStackInner"}
+	if len(names) != len(want) {
+		t.Fatalf("AsyncStack = %q, want %q", names, want)
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(names[i], w) {
+			t.Fatalf("AsyncStack = %q, want %q", names, want)
+		}
+	}
+}

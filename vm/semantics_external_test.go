@@ -2,6 +2,8 @@ package vm_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -294,5 +296,76 @@ func TestSemResumerRace(t *testing.T) {
 	}
 	if len(winners) != 1 || args.Int(1) != 1 || args.Int(0) != winners[0] {
 		t.Fatalf("result = %v, winners = %v: want one winner whose value arrived", args.Values(), winners)
+	}
+}
+
+// Resumer completions from many goroutines race with timeouts while Run
+// drives the loop and the test moves the clock: every flow ends exactly
+// once, a refused completion means the flow timed out, and the loop ends
+// with nothing in use.
+func TestSemResumerRacesTimeouts(t *testing.T) {
+	l, clk := semLoop()
+	const flows = 500
+	futures := make([]*vm.Future, flows)
+	resumers := make(chan struct {
+		i int
+		r vm.Resumer
+	}, flows)
+	for i := range flows {
+		root := l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			resumers <- struct {
+				i int
+				r vm.Resumer
+			}{i, as.Resumer()}
+			as.SetTimeout(time.Duration(1+i%7) * time.Millisecond)
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { as.Success(vm.Int(a.Int(0) + 1)) })
+		futures[i] = root.Promise()
+	}
+	stop := semRunAsync(t, l)
+	accepted := make([]bool, flows)
+	var wg sync.WaitGroup
+	for range flows {
+		rr := <-resumers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if rr.i%2 == 0 {
+				accepted[rr.i] = rr.r.Success(vm.Int(int64(rr.i)))
+			}
+		}()
+		if rr.i%50 == 0 {
+			clk.Advance(time.Millisecond)
+		}
+	}
+	wg.Wait()
+	for i, f := range futures {
+		// A timer is armed at the end of its step's pass, which may come
+		// after any given Advance: move the clock until the flow ends.
+		for done := false; !done; {
+			select {
+			case <-f.Done():
+				done = true
+			default:
+				clk.Advance(time.Millisecond)
+				runtime.Gosched()
+			}
+		}
+		args, err := f.Wait(context.Background())
+		switch {
+		case err == nil:
+			if i%2 != 0 || !accepted[i] || args.Int(0) != int64(i+1) {
+				t.Errorf("flow %d succeeded with %v (completed=%v accepted=%v)", i, args.Values(), i%2 == 0, accepted[i])
+			}
+		case errors.Is(err, vm.ErrTimeout):
+			// Either never completed, or the completion lost the race.
+		default:
+			t.Errorf("flow %d: %v", i, err)
+		}
+	}
+	stop()
+	if st := l.Stats(); st.ArenaInUse != 0 || st.RunningRoots != 0 {
+		t.Fatalf("after the flows: %+v", st)
 	}
 }

@@ -436,3 +436,160 @@ func TestSemLoopResultHasNoValues(t *testing.T) {
 	semOK(t, f)
 	semExpect(t, &log, "after got 0")
 }
+
+// The handle of an earlier iteration is stale in the next one, even when
+// the loop reuses the iteration's memory: it is not Valid, and completing
+// through it is InternalError without touching the current iteration.
+func TestSemLoopStaleIterationHandle(t *testing.T) {
+	for _, use := range []string{"valid", "Success", "Add", "Break"} {
+		t.Run(use, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			var prev vm.AsyncSteps
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Repeat(3, func(as vm.AsyncSteps, i int) {
+					log.add("iter %d", i)
+					if i == 1 {
+						switch use {
+						case "valid":
+							log.add("prev valid=%v", prev.Valid())
+						case "Success":
+							prev.Success()
+						case "Add":
+							prev.Add(log.step("added through stale never"))
+						case "Break":
+							prev.Break()
+						}
+					}
+					prev = as
+				})
+			}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+			f := root.Promise()
+			l.RunUntilIdle()
+			if use == "valid" {
+				semOK(t, f)
+				semExpect(t, &log, "iter 0", "iter 1", "prev valid=false", "iter 2")
+				return
+			}
+			semFail(t, f, vm.InternalError)
+			semExpect(t, &log, "iter 0", "iter 1", "handler InternalError")
+		})
+	}
+}
+
+// A loop that never waits does not starve the rest of the loop: timers,
+// other flows' steps and Immediate callbacks get their turns, so a flag
+// they set can end it.
+func TestSemBusyLoopIsFair(t *testing.T) {
+	for _, by := range []string{"timer", "immediate", "other flow", "post"} {
+		t.Run(by, func(t *testing.T) {
+			l, _ := semLoop()
+			stop := false
+			iters := 0
+			root := l.NewSteps()
+			root.Loop(func(as vm.AsyncSteps) {
+				iters++
+				if stop {
+					as.Break()
+				}
+				if iters > 10_000_000 && by != "post" {
+					as.Error("Starved")
+				}
+			})
+			f := root.Promise()
+			switch by {
+			case "timer":
+				l.Deferred(0, func() { stop = true })
+			case "immediate":
+				l.Immediate(func() { l.Immediate(func() { stop = true }) })
+			case "other flow":
+				other := l.NewSteps()
+				other.Add(func(vm.AsyncSteps, vm.Args) {})
+				other.Add(func(vm.AsyncSteps, vm.Args) { stop = true })
+				other.Execute()
+			case "post":
+				go l.Post(func() { stop = true })
+			}
+			semDrive(l, f)
+			semOK(t, f)
+			// A Post comes from another goroutine, whenever it is scheduled:
+			// only its delivery is checked.
+			if iters > 100_000 && by != "post" {
+				t.Fatalf("the flag took %d iterations to be seen", iters)
+			}
+		})
+	}
+}
+
+// Loop iterations can wait for external events; a Resumer of an earlier
+// iteration is refused in a later one.
+func TestSemLoopIterationWaits(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	var resumers []vm.Resumer
+	root.Repeat(3, func(as vm.AsyncSteps, i int) {
+		log.add("iter %d", i)
+		resumers = append(resumers, as.Resumer())
+		as.WaitExternal()
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	for i := range 3 {
+		l.RunUntilIdle()
+		if len(resumers) != i+1 {
+			t.Fatalf("iteration %d did not wait", i)
+		}
+		for j := range i {
+			if resumers[j].Success() {
+				t.Fatalf("Resumer of iteration %d accepted in iteration %d", j, i)
+			}
+		}
+		if !resumers[i].Success() {
+			t.Fatalf("Resumer of iteration %d refused", i)
+		}
+	}
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "iter 0", "iter 1", "iter 2", "after")
+}
+
+// Continue from an error handler inside a loop starts the next iteration.
+func TestSemLoopContinueInErrorHandler(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Repeat(3, func(as vm.AsyncSteps, i int) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("E")
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("handler %d", i)
+			as.Continue()
+		})
+		as.Add(log.step("rest never"))
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "handler 0", "handler 1", "handler 2", "after")
+}
+
+// When nested loops share a label, Break with it leaves the innermost one.
+func TestSemLoopSameLabelInnermost(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Repeat(2, func(as vm.AsyncSteps, i int) {
+		as.Repeat(3, func(as vm.AsyncSteps, j int) {
+			log.add("%d.%d", i, j)
+			as.Break("L")
+		}, "L")
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("%d after inner", i) })
+	}, "L")
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "0.0", "0 after inner", "1.0", "1 after inner")
+}

@@ -1,0 +1,196 @@
+package vm_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// syLimiterIdle fails t unless lm has nobody inside or waiting. The rate
+// counter is left alone: it counts the entries of the current period.
+func syLimiterIdle(t *testing.T, lm *vm.Limiter) {
+	t.Helper()
+	c, r := lm.Stats()
+	syStats(t, "concurrency", c, 0, 0)
+	if r.Queued != 0 {
+		t.Fatalf("rate: %+v, want nobody queued", r)
+	}
+}
+
+// Zero options take the FTN12 defaults: one flow inside, none waiting for
+// it, one entry per second, none waiting for the rate.
+func TestLimiterDefaults(t *testing.T) {
+	l, clk := syLoop()
+	lm := vm.NewLimiter(l, vm.LimiterOptions{})
+	var log syLog
+	start := func(name string, section vm.ExecFunc) *vm.Future {
+		root := l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Sync(lm, section)
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("%s at %d: %s %s", name, syMs(clk), code, as.State().ErrorInfo())
+		})
+		return root.Promise()
+	}
+	fa := start("A", syWaitFor(&log, "A", 10*time.Millisecond))
+	fb := start("B", syHold(&log, "B"))
+	l.RunUntilIdle()
+	clk.Advance(10 * time.Millisecond)
+	l.RunUntilIdle()
+	fc := start("C", syHold(&log, "C"))
+	l.RunUntilIdle()
+	clk.Advance(990 * time.Millisecond)
+	l.RunUntilIdle()
+	fd := start("D", syHold(&log, "D"))
+	l.RunUntilIdle()
+	syExpect(t, &log,
+		"enter A",
+		"B at 0: DefenseRejected Mutex queue limit",
+		"leave A",
+		"C at 10: DefenseRejected Throttle queue limit",
+		"enter D", "leave D")
+	for i, f := range []*vm.Future{fa, fb, fc, fd} {
+		if want := []string{"ok", vm.DefenseRejected, vm.DefenseRejected, "ok"}[i]; syOutcome(t, f) != want {
+			t.Fatalf("flow %d: %s, want %s", i, syOutcome(t, f), want)
+		}
+	}
+	syLimiterIdle(t, lm)
+	syIdle(t, l)
+}
+
+// Both limits hold together: never more than Concurrent flows inside, never
+// more than Rate entries per Period; a flow holds its place inside while it
+// waits for the rate.
+func TestLimiterBothLimits(t *testing.T) {
+	l, clk := syLoop()
+	lm := vm.NewLimiter(l, vm.LimiterOptions{
+		Concurrent: 2, MaxQueue: vm.Unbounded,
+		Rate: 3, Period: 100 * time.Millisecond, Burst: vm.Unbounded,
+	})
+	var log syLog
+	inside, most := 0, 0
+	perPeriod := map[int64]int{}
+	var futs []*vm.Future
+	for i := range 10 {
+		root := l.NewSteps()
+		root.Sync(lm, func(as vm.AsyncSteps, _ vm.Args) {
+			inside++
+			most = max(most, inside)
+			now := syMs(clk)
+			perPeriod[now/100]++
+			log.add("%d at %d", i, now)
+			l := as.Tool()
+			h := l.Deferred(30*time.Millisecond, func() {
+				inside--
+				as.Success()
+			})
+			as.SetCancel(func(vm.AsyncSteps) { l.Cancel(h) })
+		})
+		futs = append(futs, root.Promise())
+	}
+	l.RunUntilIdle()
+	c, r := lm.Stats()
+	syStats(t, "concurrency at 0", c, 2, 8)
+	syStats(t, "rate at 0", r, 2, 0)
+	for range 50 {
+		clk.Advance(10 * time.Millisecond)
+		l.RunUntilIdle()
+	}
+	// The periods start at 0: the Throttle is never idle in between.
+	syExpect(t, &log,
+		"0 at 0", "1 at 0", "2 at 30", // 3 waits for the rate, holding its place
+		"3 at 100", "4 at 100", "5 at 130",
+		"6 at 200", "7 at 200", "8 at 230",
+		"9 at 300")
+	if most != 2 {
+		t.Fatalf("at most %d flows inside, want 2", most)
+	}
+	for p, n := range perPeriod {
+		if n > 3 {
+			t.Fatalf("%d entries in period %d", n, p)
+		}
+	}
+	for i, f := range futs {
+		if o := syOutcome(t, f); o != "ok" {
+			t.Fatalf("flow %d: %s", i, o)
+		}
+	}
+	syLimiterIdle(t, lm)
+	syIdle(t, l)
+}
+
+// A flow refused by the rate gives its place inside back.
+func TestLimiterRateRejectReleases(t *testing.T) {
+	l, _ := syLoop()
+	lm := vm.NewLimiter(l, vm.LimiterOptions{Concurrent: 2, Rate: 1})
+	var log syLog
+	a := l.NewSteps()
+	a.Sync(lm, syHold(&log, "A"))
+	fa := a.Promise()
+	b := l.NewSteps()
+	b.Sync(lm, syHold(&log, "B"), func(as vm.AsyncSteps, code string) {
+		log.add("B section handler %s", code) // not called: the section never started
+	})
+	b.Add(func(vm.AsyncSteps, vm.Args) { log.add("B next step") })
+	fb := b.Promise()
+	l.Iterate()
+	c, _ := lm.Stats()
+	syStats(t, "B refused", c, 1, 0)
+	l.RunUntilIdle()
+	syExpect(t, &log, "enter A", "leave A")
+	if syOutcome(t, fa) != "ok" || syOutcome(t, fb) != vm.DefenseRejected {
+		t.Fatal("wrong outcomes")
+	}
+	syLimiterIdle(t, lm)
+	syIdle(t, l)
+}
+
+// A flow re-entering a Limiter keeps its one place inside but counts
+// against the rate again.
+func TestLimiterReentry(t *testing.T) {
+	l, clk := syLoop()
+	lm := vm.NewLimiter(l, vm.LimiterOptions{Rate: 2, Period: 100 * time.Millisecond, Burst: 1})
+	var log syLog
+	root := l.NewSteps()
+	root.Sync(lm, func(as vm.AsyncSteps, _ vm.Args) {
+		log.add("outer at %d", syMs(clk))
+		as.Sync(lm, func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("nested at %d", syMs(clk))
+			as.Sync(lm, syEnterAt(&log, clk, "nested twice"))
+		})
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	c, r := lm.Stats()
+	syStats(t, "concurrency at 0", c, 1, 0)
+	syStats(t, "rate at 0", r, 2, 1)
+	clk.Advance(100 * time.Millisecond)
+	l.RunUntilIdle()
+	syExpect(t, &log, "outer at 0", "nested at 0", "nested twice at 100")
+	if o := syOutcome(t, f); o != "ok" {
+		t.Fatal(o)
+	}
+	syLimiterIdle(t, lm)
+	syIdle(t, l)
+}
+
+func TestNewLimiterPanics(t *testing.T) {
+	l := vm.NewLoop()
+	for _, o := range []vm.LimiterOptions{
+		{Concurrent: -1},
+		{Rate: -1},
+		{Period: -time.Second},
+		{MaxQueue: -2},
+		{Burst: -2},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewLimiter(%+v) did not panic", o)
+				}
+			}()
+			vm.NewLimiter(l, o)
+		}()
+	}
+}

@@ -1,0 +1,125 @@
+package vm
+
+import "github.com/stepvm/stepvm/opcodes"
+
+// Mutex lets at most max flows into its critical sections at a time (FTN12
+// 1.11.1, 2.3); the others wait in strict FIFO order. A flow is a root's
+// main thread or one branch of a Parallel step: branches do not inherit
+// their parent's lock, and a flow that syncs on a Mutex it already holds,
+// from the section or any of its sub-steps, enters again without waiting
+// and without being counted twice (FTN12 1.11.4).
+//
+// The section is released when it ends, however it ends: success, an
+// error that leaves it (its error handler still runs inside), Break, a
+// timeout, a cancel of the flow. A flow canceled or timed out while it
+// waits leaves the queue.
+//
+// A Mutex belongs to the loop of the first flow that enters it: like the
+// flows themselves it is used from that loop's goroutine only, and a flow
+// of another loop that syncs on it fails with InternalError.
+type Mutex struct {
+	l        *Loop
+	max      int
+	maxQueue int
+	inside   int
+	q        waitQueue
+	entered  uint64
+	rejected uint64
+}
+
+// NewMutex returns a Mutex for at most max flows at a time (at least 1)
+// with up to maxQueue flows waiting: Unbounded for no limit, 0 to refuse
+// any flow that cannot enter at once. A flow that finds the queue full
+// fails with DefenseRejected and the ErrorInfo "Mutex queue limit".
+func NewMutex(max, maxQueue int) *Mutex {
+	if max < 1 {
+		panic("vm: NewMutex: max must be at least 1")
+	}
+	if maxQueue < Unbounded {
+		panic("vm: NewMutex: maxQueue must be Unbounded or at least 0")
+	}
+	return &Mutex{max: max, maxQueue: maxQueue}
+}
+
+// Sync adds to as a step that runs fn inside the section (ISync). Use it
+// through AsyncSteps.Sync.
+func (m *Mutex) Sync(as AsyncSteps, fn ExecFunc, onError ErrorFunc) {
+	if m == nil {
+		as.misuse("Sync on a nil *Mutex")
+		return
+	}
+	as.addSync(m, nil, fn, onError)
+}
+
+// Stats returns the Mutex's counters. Loop goroutine only.
+func (m *Mutex) Stats() SyncStats {
+	return SyncStats{Inside: m.inside, Queued: m.q.len(), Entered: m.entered, Rejected: m.rejected}
+}
+
+// enter admits thread th, whose OpSync frame n was just pushed, queues it,
+// or refuses it with an error code and info.
+func (m *Mutex) enter(l *Loop, r *root, th, n *Node) (ok bool, code, info string) {
+	if m.l != l {
+		if m.l != nil {
+			return false, InternalError, "Mutex used by flows of two loops"
+		}
+		m.l = l
+	}
+	if m.inside > 0 && m.heldBy(r, n.Parent) {
+		n.B = syncPassed
+		return true, "", ""
+	}
+	// Handing the lock over on release keeps inside at max while anyone
+	// waits, so a flow finding room never overtakes the queue.
+	if m.inside < m.max {
+		m.inside++
+		m.entered++
+		n.B = syncHeld
+		return true, "", ""
+	}
+	if m.maxQueue != Unbounded && m.q.len() >= m.maxQueue {
+		m.rejected++
+		return false, DefenseRejected, "Mutex queue limit"
+	}
+	n.A = m.q.push(r, th, n, l.argsCur)
+	n.B = syncQueued
+	return false, "", ""
+}
+
+// heldBy reports whether a frame from f down to its thread's base holds m:
+// the thread re-enters. Frames of a parallel step's thread are below the
+// branch's base and are not looked at.
+func (m *Mutex) heldBy(r *root, f *Node) bool {
+	for ; !f.Op.IsBase(); f = f.Parent {
+		if f.Op == opcodes.OpSync && f.B == syncHeld {
+			if p, _ := r.slots[f.Fn].v.(*Mutex); p == m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exit gives back what frame n holds: its place in the section, which
+// goes to the first waiter, or its place in the queue.
+func (m *Mutex) exit(l *Loop, n *Node) {
+	switch n.B {
+	case syncHeld:
+		for {
+			i, w := m.q.pop()
+			if w == nil {
+				m.inside--
+				return
+			}
+			if w.alive() {
+				m.entered++
+				l.admit(w, syncHeld)
+				m.q.release(i)
+				return
+			}
+			m.q.release(i)
+		}
+	case syncQueued:
+		m.q.remove(n.A)
+	}
+}
