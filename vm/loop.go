@@ -54,6 +54,7 @@ type Loop struct {
 	panics  int64
 
 	pool    []*root
+	poolMax int
 	acct    *arena.Account // a separate object: arenas point at it from root cleanups
 	roots   int64          // live roots: created and neither released nor collected
 	running int64          // roots executing now
@@ -87,6 +88,17 @@ func WithClock(c Clock) LoopOption {
 	return func(l *Loop) { l.clock = c }
 }
 
+// DefaultRootPool is how many released roots a loop keeps for reuse unless
+// WithRootPool says otherwise.
+const DefaultRootPool = 1 << 15
+
+// WithRootPool sets how many released roots the loop keeps for reuse. A
+// burst of more concurrent flows than that allocates new roots afterwards;
+// a pooled root holds a few hundred bytes plus its arena's first chunks.
+func WithRootPool(n int) LoopOption {
+	return func(l *Loop) { l.poolMax = max(n, 0) }
+}
+
 // WithPanicHandler sets the function that receives what an Immediate,
 // Deferred or Post callback panics with (panics in steps become errors of
 // their flow instead). Without one, such panics are counted in Stats and
@@ -101,13 +113,12 @@ const Unbounded = -1
 const (
 	inboxCapacity = 1024
 	inlineBudget  = 256
-	poolMax       = 4096
 	tick          = time.Millisecond
 )
 
 // NewLoop returns a loop owned by the calling goroutine.
 func NewLoop(opts ...LoopOption) *Loop {
-	l := &Loop{clock: systemClock{}, wakeCh: make(chan struct{}, 1), acct: new(arena.Account)}
+	l := &Loop{clock: systemClock{}, wakeCh: make(chan struct{}, 1), acct: new(arena.Account), poolMax: DefaultRootPool}
 	for _, o := range opts {
 		o(l)
 	}

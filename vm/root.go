@@ -135,7 +135,7 @@ func (l *Loop) release(r *root) {
 	r.future = nil
 	r.mem.live = false
 	l.roots--
-	if len(l.pool) < poolMax {
+	if len(l.pool) < l.poolMax {
 		l.pool = append(l.pool, r)
 		return
 	}
