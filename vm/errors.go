@@ -1,6 +1,9 @@
 package vm
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error codes of the FutoIn specifications (the JS reference's FutoInErrors).
 const (
@@ -54,7 +57,8 @@ var (
 )
 
 // ErrCanceled is what Future.Wait returns for a root that was canceled.
-var ErrCanceled error = &Error{Code: "Canceled", Info: "the flow was canceled"}
+// It is not an *Error, so no error code a flow raises can match it.
+var ErrCanceled = errors.New("stepvm: the flow was canceled")
 
 // PanicError is the LastException of a flow whose user code panicked with
 // a value that is not an *Error.

@@ -593,6 +593,9 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 			f.resolve(Args{args}.detach(), nil)
 		}
 	}
+	if code != "" && !canceled {
+		r.nativeFailed(code)
+	}
 	if r.spawned {
 		l.release(r)
 		return

@@ -126,6 +126,7 @@ func (l *Loop) release(r *root) {
 	if r.status == rootRunning {
 		l.cancelRoot(r)
 	}
+	r.nativeReleased()
 	r.rootEpoch++
 	r.runEpoch++
 	r.resetRun()

@@ -284,7 +284,6 @@ func semStackBranch(as vm.AsyncSteps, _ vm.Args) { as.Add(semStackInner) }
 // AsyncStack when it reaches the handlers outside the parallel: the stack
 // is the one at the time the error was raised.
 func TestSemAsyncStackFromBranch(t *testing.T) {
-	t.Skip("BUGS.md: BUG-S5 AsyncStack loses the failing branch's steps once the error leaves the branch")
 	l, _ := semLoop()
 	root := l.NewSteps()
 	var names []string

@@ -42,7 +42,12 @@ func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Poi
 	if !ok || size < 0 {
 		return nil
 	}
-	r := as.r
+	return as.r.frameAlloc(n, size, destroy)
+}
+
+// frameAlloc allocates size bytes of arena memory owned by frame n; destroy
+// runs with them when n ends.
+func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	var d uint32
 	if destroy != nil {
 		d = r.put(destroy)

@@ -177,6 +177,15 @@ func (r *root) ensureBase() *Node {
 // Add adds a step with an optional error handler: on a root, to level 0;
 // inside a step, as a sub-step; on a parallel accessor, as a branch.
 func (as AsyncSteps) Add(fn ExecFunc, onError ...ErrorFunc) AsyncSteps {
+	var eh ErrorFunc
+	if len(onError) > 0 {
+		eh = onError[0]
+	}
+	return as.addExec(fn, eh, 0, 0)
+}
+
+// addExec queues an OpExec step; a and b are operands for AddNative.
+func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps {
 	if fn == nil {
 		as.misuse("Add with a nil step function")
 		return as
@@ -188,9 +197,10 @@ func (as AsyncSteps) Add(fn ExecFunc, onError ...ErrorFunc) AsyncSteps {
 	r := as.r
 	n := r.newNode(opcodes.OpExec)
 	n.Fn = r.put(fn)
-	if len(onError) > 0 && onError[0] != nil {
-		n.Err = r.put(onError[0])
+	if eh != nil {
+		n.Err = r.put(eh)
 	}
+	n.A, n.B = a, b
 	q.Push(n)
 	return as
 }
@@ -429,13 +439,14 @@ func (as AsyncSteps) NewInstance() AsyncSteps {
 	return as.r.l.NewSteps()
 }
 
-// CopyFrom copies the steps of model (a root that is not running) to as,
-// and the state variables as lacks (FTN12 1.5). The model is not executed;
-// its closures are shared, not recreated.
+// CopyFrom copies the steps queued on model's level 0 to as, and the state
+// variables as lacks (FTN12 1.5). The model is not executed; its closures
+// are shared, not recreated. (Of a running root, what is copied is what is
+// still queued at level 0.)
 func (as AsyncSteps) CopyFrom(model AsyncSteps) AsyncSteps {
 	m := model.r
-	if m == nil || model.n != nil || model.epoch != m.rootEpoch || m.status == rootRunning {
-		as.misuse("CopyFrom of a model that is not an idle root")
+	if m == nil || model.n != nil || model.epoch != m.rootEpoch {
+		as.misuse("CopyFrom of a model that is not a live root")
 		return as
 	}
 	q := as.target("CopyFrom")

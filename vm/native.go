@@ -1,0 +1,122 @@
+package vm
+
+import (
+	"unsafe"
+
+	"github.com/stepvm/stepvm/opcodes"
+)
+
+// Hooks for foreign-function bindings. Package ffi maps the FTN12 2.7
+// binary interface onto the VM with them: they expose what the public API
+// leaves out on purpose (instruction operands, memory tied to a frame,
+// handle identities) and user code has no use for them. None of them
+// allocates on the Go heap.
+
+// NativeWords are two operands a binding stores with a step it adds,
+// typically a C function pointer and the data pointer passed to it. They
+// are integers because foreign code may store any integer in a pointer, and
+// they must not be Go pointers: they live in arena memory.
+type NativeWords struct{ A, B uintptr }
+
+// AddNative exists for foreign-function bindings. It is Add, except that
+// the new step also carries w, which fn takes back with TakeNativeWords when
+// it runs: one trampoline then serves every foreign step, with no closure
+// per step. w rides in the A and B operands of the queued instruction,
+// which a queued OpExec does not otherwise use, and CopyFrom copies it with
+// the step.
+func AddNative(as AsyncSteps, fn ExecFunc, onError ErrorFunc, w NativeWords) AsyncSteps {
+	return as.addExec(fn, onError, uint64(w.A), uint64(w.B))
+}
+
+// TakeNativeWords exists for foreign-function bindings. It returns the
+// words AddNative stored with the step as, which must be the step whose
+// function is running, and clears them, since a running frame keeps its
+// own state in A and B: the step function must call it before anything
+// else. It returns zero words for any other handle.
+func TakeNativeWords(as AsyncSteps) NativeWords {
+	n, ok := as.frame()
+	if !ok || n.Op != opcodes.OpExec || n != as.r.l.inCall {
+		return NativeWords{}
+	}
+	w := NativeWords{A: uintptr(n.A), B: uintptr(n.B)}
+	n.A, n.B = 0, 0
+	return w
+}
+
+// FrameAlloc exists for foreign-function bindings. It is StackRaw for any
+// live frame (a running step, one running its error or cancel handler, a
+// loop iteration, a started parallel step), which are the places where a
+// binding hands a handle to foreign code and must learn when the frame
+// ends. It returns nil for a root, a parallel accessor, or a handle that
+// is no longer valid.
+func FrameAlloc(as AsyncSteps, size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
+	n, ok := as.frame()
+	if !ok || size < 0 {
+		return nil
+	}
+	return as.r.frameAlloc(n, size, destroy)
+}
+
+// IsRoot exists for foreign-function bindings: it reports whether as is a
+// valid root handle.
+func IsRoot(as AsyncSteps) bool {
+	return as.r != nil && as.n == nil && as.epoch == as.r.rootEpoch
+}
+
+// IsFrame exists for foreign-function bindings: it reports whether as
+// refers to a live frame, the handles FrameAlloc accepts.
+func IsFrame(as AsyncSteps) bool {
+	_, ok := as.frame()
+	return ok
+}
+
+// RootOf exists for foreign-function bindings: it returns the root of the
+// flow a valid handle belongs to, and the zero AsyncSteps otherwise.
+func RootOf(as AsyncSteps) AsyncSteps {
+	if !as.Valid() {
+		return AsyncSteps{}
+	}
+	return AsyncSteps{r: as.r, epoch: as.r.rootEpoch}
+}
+
+// RootID exists for foreign-function bindings (FTN12 2.7.2 rootId): it
+// returns an identifier of the root of as, distinct for roots alive at the
+// same time and for successive uses of a pooled root, or 0 for an invalid
+// handle.
+func RootID(as AsyncSteps) uint64 {
+	if !as.Valid() {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(as.r))) ^ uint64(as.r.rootEpoch)<<48
+}
+
+// nativeHooks are the root life-cycle callbacks of SetNativeRootHooks.
+var nativeHooks struct {
+	released func(root AsyncSteps)
+	failed   func(root AsyncSteps, code string)
+}
+
+// SetNativeRootHooks exists for foreign-function bindings, which attach
+// foreign resources to roots. released runs when a root is released,
+// before its state is cleared, with a handle that is still valid; failed
+// runs when a run of a root ends with an error no handler settled, with
+// the error code. Either may be nil. It must be called before any loop
+// runs, typically from an init function; a second call replaces the hooks.
+func SetNativeRootHooks(released func(root AsyncSteps), failed func(root AsyncSteps, code string)) {
+	nativeHooks.released, nativeHooks.failed = released, failed
+}
+
+// nativeReleased runs the release hook for r; release calls it first.
+func (r *root) nativeReleased() {
+	if h := nativeHooks.released; h != nil {
+		h(AsyncSteps{r: r, epoch: r.rootEpoch})
+	}
+}
+
+// nativeFailed runs the failure hook for r; finish calls it for a run that
+// ends with error code.
+func (r *root) nativeFailed(code string) {
+	if h := nativeHooks.failed; h != nil {
+		h(AsyncSteps{r: r, epoch: r.rootEpoch}, code)
+	}
+}

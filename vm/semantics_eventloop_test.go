@@ -1,0 +1,414 @@
+package vm_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Immediate callbacks run in FIFO order; those queued by a callback run
+// after the ones already queued.
+func TestSemImmediateFIFO(t *testing.T) {
+	l, _ := semLoop()
+	var log semLog
+	for i := range 5 {
+		l.Immediate(func() {
+			log.add("%d", i)
+			if i == 1 {
+				l.Immediate(func() { log.add("queued by 1") })
+			}
+		})
+	}
+	l.RunUntilIdle()
+	semExpect(t, &log, "0", "1", "2", "3", "4", "queued by 1")
+}
+
+// Deferred callbacks run by deadline (ties in the order set), never early.
+func TestSemDeferredOrder(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	now := time.Duration(0)
+	at := func(name string) func() { return func() { log.add("%s@%v", name, now) } }
+	l.Deferred(30*time.Millisecond, at("c"))
+	l.Deferred(10*time.Millisecond, at("a"))
+	l.Deferred(20*time.Millisecond, at("b"))
+	l.Deferred(10*time.Millisecond, at("a2"))
+	l.Deferred(0, at("zero"))
+	l.Deferred(-time.Second, at("negative"))
+	l.Deferred(time.Minute+3*time.Millisecond, at("far"))
+	for now < time.Minute+10*time.Millisecond {
+		l.RunUntilIdle()
+		clk.Advance(time.Millisecond)
+		now += time.Millisecond
+	}
+	semExpect(t, &log, "zero@0s", "negative@0s", "a@10ms", "a2@10ms", "b@20ms", "c@30ms", "far@1m0.003s")
+}
+
+// A Deferred set from a callback counts from the time it is set.
+func TestSemDeferredFromCallback(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	l.Deferred(5*time.Millisecond, func() {
+		log.add("first")
+		l.Deferred(5*time.Millisecond, func() { log.add("second") })
+	})
+	clk.Advance(5 * time.Millisecond)
+	l.RunUntilIdle()
+	semExpect(t, &log, "first")
+	clk.Advance(4 * time.Millisecond)
+	l.RunUntilIdle()
+	semExpect(t, &log, "first")
+	clk.Advance(time.Millisecond)
+	l.RunUntilIdle()
+	semExpect(t, &log, "first", "second")
+}
+
+// Cancel unschedules Immediate and Deferred callbacks; IsValid reports
+// whether a handle is still scheduled; Cancel of a finished handle is
+// harmless and does not touch a callback that reuses its slot.
+func TestSemLoopCancelAndIsValid(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	if l.IsValid(vm.Handle{}) {
+		t.Fatal("the zero Handle is valid")
+	}
+	imm := l.Immediate(func() { log.add("canceled immediate") })
+	def := l.Deferred(time.Millisecond, func() { log.add("canceled deferred") })
+	keepImm := l.Immediate(func() { log.add("immediate") })
+	keepDef := l.Deferred(time.Millisecond, func() { log.add("deferred") })
+	for _, h := range []vm.Handle{imm, def, keepImm, keepDef} {
+		if !l.IsValid(h) {
+			t.Fatal("a scheduled handle is invalid")
+		}
+	}
+	l.Cancel(imm)
+	l.Cancel(def)
+	if l.IsValid(imm) || l.IsValid(def) {
+		t.Fatal("a canceled handle is valid")
+	}
+	l.Cancel(imm) // twice: harmless
+	l.RunUntilIdle()
+	if l.IsValid(keepImm) {
+		t.Fatal("an Immediate that ran is valid")
+	}
+	if !l.IsValid(keepDef) {
+		t.Fatal("a pending Deferred is invalid")
+	}
+	clk.Advance(time.Millisecond)
+	l.RunUntilIdle()
+	if l.IsValid(keepDef) {
+		t.Fatal("a Deferred that ran is valid")
+	}
+	semExpect(t, &log, "immediate", "deferred")
+	// Slots are reused: a stale handle must not cancel the new callback.
+	fresh := l.Immediate(func() { log.add("fresh") })
+	freshDef := l.Deferred(time.Millisecond, func() { log.add("fresh deferred") })
+	for _, h := range []vm.Handle{imm, def, keepImm, keepDef} {
+		l.Cancel(h)
+		if l.IsValid(h) {
+			t.Fatal("a stale handle turned valid")
+		}
+	}
+	if !l.IsValid(fresh) || !l.IsValid(freshDef) {
+		t.Fatal("canceling stale handles invalidated new ones")
+	}
+	clk.Advance(time.Millisecond)
+	l.RunUntilIdle()
+	semExpect(t, &log, "immediate", "deferred", "fresh", "fresh deferred")
+}
+
+// A callback can cancel another one queued in the same pass.
+func TestSemLoopCancelFromCallback(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	var later, timer vm.Handle
+	l.Immediate(func() {
+		l.Cancel(later)
+		l.Cancel(timer)
+	})
+	later = l.Immediate(func() { log.add("later must not run") })
+	timer = l.Deferred(0, func() { log.add("timer must not run") })
+	l.RunUntilIdle()
+	clk.Advance(time.Second)
+	l.RunUntilIdle()
+	semExpect(t, &log)
+}
+
+// Post from many goroutines delivers each callback exactly once to a loop
+// run by Run, waking it while it sleeps.
+func TestSemPostManyGoroutines(t *testing.T) {
+	l, _ := semLoop()
+	const writers, per = 8, 1000
+	var seen [writers * per]int // loop goroutine only
+	var next [writers]int       // per writer: the post expected next
+	var total int
+	outOfOrder := 0
+	done := make(chan struct{})
+	stop := semRunAsync(t, l)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				if !l.Post(func() {
+					seen[w*per+i]++
+					if next[w] != i {
+						outOfOrder++
+					}
+					next[w] = i + 1
+					total++
+					if total == writers*per {
+						close(done)
+					}
+				}) {
+					panic("Post on an open loop returned false")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+	// The loop sleeps now; one more Post must wake it.
+	woke := make(chan bool)
+	if !l.Post(func() { woke <- l.IsSameThread() }) {
+		t.Fatal("Post returned false")
+	}
+	if !<-woke {
+		t.Fatal("IsSameThread is false inside a Post callback")
+	}
+	stop()
+	if outOfOrder != 0 {
+		t.Fatalf("%d posts ran out of their writer's order", outOfOrder)
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Fatalf("post %d delivered %d times", i, n)
+		}
+	}
+}
+
+// Run wakes for a Resumer completion and for a ManualClock Advance.
+func TestSemRunWakes(t *testing.T) {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	var res vm.Resumer
+	ready, armed := make(chan struct{}), make(chan struct{})
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		res = as.Resumer()
+		as.WaitExternal()
+		close(ready)
+	})
+	root.Add(func(as vm.AsyncSteps, a vm.Args) {
+		as.SetTimeout(time.Second)
+		close(armed)
+	}, func(as vm.AsyncSteps, code string) {
+		as.Success(vm.Str(code))
+	})
+	f := root.Promise()
+	stop := semRunAsync(t, l)
+	defer stop()
+	<-ready
+	res.Success() // wakes Run
+	<-armed
+	// Each Advance wakes Run. The timer is armed at the end of the step's
+	// pass, which may come after an Advance: advance until it fires.
+	for done := false; !done; {
+		select {
+		case <-f.Done():
+			done = true
+		default:
+			clk.Advance(time.Second)
+			runtime.Gosched()
+		}
+	}
+	a, err := f.Wait(context.Background())
+	if err != nil || a.String(0) != vm.Timeout {
+		t.Fatalf("result %v %v", a.Values(), err)
+	}
+}
+
+// Iterate runs the immediate work queued when the pass starts and the due
+// timers, and reports what remains.
+func TestSemIterate(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	if work, delay := l.Iterate(); work || delay != 0 {
+		t.Fatalf("idle loop: Iterate = %v, %v", work, delay)
+	}
+	l.Immediate(func() {
+		log.add("A")
+		l.Immediate(func() { log.add("B") })
+	})
+	work, delay := l.Iterate()
+	semExpect(t, &log, "A")
+	if !work || delay != 0 {
+		t.Fatalf("with B queued: Iterate = %v, %v; want true, 0", work, delay)
+	}
+	l.Deferred(50*time.Millisecond, func() { log.add("T") })
+	work, delay = l.Iterate()
+	semExpect(t, &log, "A", "B")
+	if !work || delay != 50*time.Millisecond {
+		t.Fatalf("only a timer left: Iterate = %v, %v; want true, 50ms", work, delay)
+	}
+	clk.Advance(20 * time.Millisecond)
+	if work, delay = l.Iterate(); !work || delay != 30*time.Millisecond {
+		t.Fatalf("20ms later: Iterate = %v, %v; want true, 30ms", work, delay)
+	}
+	clk.Advance(30 * time.Millisecond)
+	work, delay = l.Iterate()
+	semExpect(t, &log, "A", "B", "T")
+	if work || delay != 0 {
+		t.Fatalf("after the timer: Iterate = %v, %v; want false, 0", work, delay)
+	}
+	// A timer and immediate work: delay is 0.
+	l.Deferred(time.Second, func() {})
+	l.Immediate(func() { l.Immediate(func() {}) })
+	if work, delay = l.Iterate(); !work || delay != 0 {
+		t.Fatalf("immediate work and a timer: Iterate = %v, %v; want true, 0", work, delay)
+	}
+	if work, delay = l.Iterate(); !work || delay != time.Second {
+		t.Fatalf("only the timer: Iterate = %v, %v; want true, 1s", work, delay)
+	}
+	// A flow's timeout counts as a timer.
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(200 * time.Millisecond) })
+	root.Execute()
+	l.RunUntilIdle()
+	if work, delay = l.Iterate(); !work || delay != 200*time.Millisecond {
+		t.Fatalf("flow timeout pending: Iterate = %v, %v; want true, 200ms", work, delay)
+	}
+	// A Post counts as work.
+	l.Post(func() { log.add("posted") })
+	if work, _ := l.Iterate(); !work {
+		t.Fatal("Iterate ran the post but reports no work left (a timer remains)")
+	}
+	semExpect(t, &log, "A", "B", "T", "posted")
+}
+
+// IsSameThread is true on the driving goroutine and in callbacks, false on
+// other goroutines.
+func TestSemIsSameThread(t *testing.T) {
+	l, _ := semLoop()
+	if !l.IsSameThread() {
+		t.Fatal("false on the goroutine that created the loop")
+	}
+	other := make(chan bool)
+	go func() { other <- l.IsSameThread() }()
+	if <-other {
+		t.Fatal("true on another goroutine before the loop runs")
+	}
+	var inside []bool
+	l.Immediate(func() { inside = append(inside, l.IsSameThread()) })
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { inside = append(inside, as.Tool().IsSameThread()) })
+	root.Execute()
+	l.RunUntilIdle()
+	if len(inside) != 2 || !inside[0] || !inside[1] {
+		t.Fatalf("inside callbacks: %v", inside)
+	}
+
+	// Once Run drives it from another goroutine, that one is the loop's.
+	l2, _ := semLoop()
+	stop := semRunAsync(t, l2)
+	inCb := make(chan bool)
+	l2.Post(func() { inCb <- l2.IsSameThread() })
+	if !<-inCb {
+		t.Fatal("false inside a callback of a loop run on another goroutine")
+	}
+	if l2.IsSameThread() {
+		t.Fatal("true on the test goroutine while Run drives the loop elsewhere")
+	}
+	stop()
+}
+
+// Close makes Run return nil and Post return false.
+func TestSemClose(t *testing.T) {
+	l, _ := semLoop()
+	done := make(chan error, 1)
+	ran := make(chan struct{})
+	go func() { done <- l.Run(context.Background()) }()
+	l.Post(func() { close(ran) })
+	<-ran
+	l.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after Close = %v, want nil", err)
+	}
+	var called atomic.Bool
+	if l.Post(func() { called.Store(true) }) {
+		t.Fatal("Post on a closed loop returned true")
+	}
+	l.RunUntilIdle()
+	if called.Load() {
+		t.Fatal("a Post refused by a closed loop ran")
+	}
+	// Close before Run: Run returns at once.
+	l2, _ := semLoop()
+	l2.Close()
+	if err := l2.Run(context.Background()); err != nil {
+		t.Fatalf("Run of a closed loop = %v", err)
+	}
+}
+
+// Run returns the context's error when it is canceled.
+func TestSemRunContext(t *testing.T) {
+	l, _ := semLoop()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// Post never blocks, even with far more posts pending than the inbox
+// holds, and one goroutine's posts run in the order posted.
+func TestSemPostBeyondCapacity(t *testing.T) {
+	l, _ := semLoop()
+	const n = 10_000
+	var got []int
+	done := make(chan struct{})
+	go func() { // not the loop's goroutine; nobody drains meanwhile
+		defer close(done)
+		for i := range n {
+			if !l.Post(func() { got = append(got, i) }) {
+				panic("Post returned false")
+			}
+		}
+	}()
+	<-done
+	l.RunUntilIdle()
+	if len(got) != n {
+		t.Fatalf("%d of %d posts ran", len(got), n)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("post %d ran at position %d", v, i)
+		}
+	}
+}
+
+// A closed loop can still be driven by hand: its flows and callbacks run.
+func TestSemClosedLoopByHand(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.WaitExternal()
+		as.Tool().Immediate(func() { as.Success(vm.Int(1)) })
+	})
+	f := root.Promise()
+	l.Close()
+	l.Immediate(func() { log.add("immediate") })
+	l.RunUntilIdle()
+	semExpect(t, &log, "immediate")
+	if a := semOK(t, f); a.Int(0) != 1 {
+		t.Fatalf("result %v", a.Values())
+	}
+}

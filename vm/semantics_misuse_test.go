@@ -1,0 +1,521 @@
+package vm_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// API misuse inside a step raises InternalError in that flow with an
+// ErrorInfo that names the problem; the step's own handler (or the
+// enclosing one, when the step has already completed) sees it and no
+// further step runs.
+func TestSemMisuseInsideStep(t *testing.T) {
+	cases := []struct {
+		name  string
+		body  func(root vm.AsyncSteps) vm.ExecFunc
+		words []string
+	}{
+		{"Success after Add", func(vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) {
+				as.Add(func(vm.AsyncSteps, vm.Args) {})
+				as.Success()
+			}
+		}, []string{"Success"}},
+		{"Success twice", func(vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) {
+				as.Success(vm.Int(1))
+				as.Success(vm.Int(2))
+			}
+		}, []string{"Success"}},
+		{"Error after Success", func(vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) {
+				as.Success(vm.Int(1))
+				as.Error("Late")
+			}
+		}, []string{"Error"}},
+		{"Add after Success", func(vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) {
+				as.Success(vm.Int(1))
+				as.Add(func(vm.AsyncSteps, vm.Args) {})
+			}
+		}, []string{"Add"}},
+		{"Execute on own running root", func(root vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) { root.Execute() }
+		}, []string{"Execute", "running"}},
+		{"Promise on own running root", func(root vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) { root.Promise() }
+		}, []string{"Promise", "running"}},
+		{"Add on own running root", func(root vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) { root.Add(func(vm.AsyncSteps, vm.Args) {}) }
+		}, []string{"Add", "running root"}},
+		{"Add with nil func", func(vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) { as.Add(nil) }
+		}, []string{"nil"}},
+		{"Clone of a step handle", func(vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) { as.Clone() }
+		}, []string{"Clone"}},
+		{"Cancel on a step handle", func(vm.AsyncSteps) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) { as.Cancel() }
+		}, []string{"Cancel"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Add(c.body(root), func(as vm.AsyncSteps, code string) {
+					log.add("step handler %s", code)
+				})
+				as.Add(log.step("sibling never"))
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("outer handler %s", code)
+				semInfoMentions(t, as.State().ErrorInfo(), c.words...)
+			})
+			root.Add(log.step("next never"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+			// The step's own handler sees the error unless the step had
+			// already completed; the outer one always does.
+			if n := len(log.lines); n == 0 || log.lines[n-1] != "outer handler InternalError" {
+				t.Fatalf("trace %q: want the outer handler to end it", log.lines)
+			}
+			for _, line := range log.lines {
+				if line == "sibling never" || line == "next never" {
+					t.Fatalf("a step ran after the misuse: %q", log.lines)
+				}
+			}
+		})
+	}
+}
+
+// Misuse after a step completed, when it was the flow's last step, must not
+// leave the flow reporting success.
+func TestSemMisuseInLastStep(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		body vm.ExecFunc
+	}{
+		{"Success twice", func(as vm.AsyncSteps, _ vm.Args) { as.Success(); as.Success() }},
+		{"Error after Success", func(as vm.AsyncSteps, _ vm.Args) { as.Success(); as.Error("Late") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			root.Add(c.body)
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+		})
+	}
+}
+
+// Add through a step's handle outside its execution (a later Immediate) is
+// InternalError of the flow.
+func TestSemMisuseAddOutsideExecution(t *testing.T) {
+	cases := []struct {
+		name string
+		call func(as vm.AsyncSteps)
+	}{
+		{"Add", func(as vm.AsyncSteps) { as.Add(func(vm.AsyncSteps, vm.Args) {}) }},
+		{"Parallel", func(as vm.AsyncSteps) { as.Parallel() }},
+		{"SuccessStep", func(as vm.AsyncSteps) { as.SuccessStep() }},
+		{"Loop", func(as vm.AsyncSteps) { as.Loop(func(as vm.AsyncSteps) { as.Break() }) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.WaitExternal()
+				as.Tool().Immediate(func() {
+					c.call(as)
+					log.add("returned")
+				})
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				semInfoMentions(t, as.State().ErrorInfo(), "outside")
+			})
+			root.Add(log.step("next never"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+			if st := l.Stats(); st.Panics != 0 {
+				t.Fatalf("the misuse escaped as a loop panic (%d)", st.Panics)
+			}
+		})
+	}
+}
+
+// Execute and Add on a running root from outside its steps fail it with
+// InternalError.
+func TestSemMisuseRunningRootFromOutside(t *testing.T) {
+	cases := []struct {
+		name  string
+		call  func(root vm.AsyncSteps)
+		words []string
+	}{
+		{"Execute", func(root vm.AsyncSteps) { root.Execute() }, []string{"Execute", "running"}},
+		{"Add", func(root vm.AsyncSteps) { root.Add(func(vm.AsyncSteps, vm.Args) {}) }, []string{"Add", "running"}},
+		{"Parallel", func(root vm.AsyncSteps) { root.Parallel() }, []string{"Parallel", "running"}},
+	}
+	for _, c := range cases {
+		for _, from := range []string{"test goroutine", "immediate"} {
+			t.Run(c.name+" from "+from, func(t *testing.T) {
+				l, _ := semLoop()
+				root := l.NewSteps()
+				var log semLog
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel") })
+				}, func(as vm.AsyncSteps, code string) {
+					log.add("handler %s", code)
+					semInfoMentions(t, as.State().ErrorInfo(), c.words...)
+				})
+				root.Add(log.step("next never"))
+				f := root.Promise()
+				l.RunUntilIdle()
+				if from == "immediate" {
+					l.Immediate(func() { c.call(root) })
+				} else {
+					c.call(root)
+				}
+				l.RunUntilIdle()
+				semFail(t, f, vm.InternalError)
+				semExpect(t, &log, "cancel", "handler InternalError")
+				if st := l.Stats(); st.Panics != 0 {
+					t.Fatalf("the misuse escaped as a loop panic (%d)", st.Panics)
+				}
+			})
+		}
+	}
+}
+
+// A panic in a step becomes InternalError; LastException holds the value.
+func TestSemPanicInStep(t *testing.T) {
+	type custom struct{ n int }
+	errVal := errors.New("an error value")
+	cases := []struct {
+		name  string
+		value any
+		text  string
+	}{
+		{"string", "kaboom", "kaboom"},
+		{"error", errVal, "an error value"},
+		{"struct", custom{3}, "{3}"},
+		{"runtime", nil, "index out of range"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			var last error
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				if c.value == nil {
+					var s []int
+					_ = s[len(log.lines)+5] // a runtime panic
+				}
+				panic(c.value)
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				last = as.State().LastException()
+				semInfoMentions(t, as.State().ErrorInfo(), c.text)
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+			semExpect(t, &log, "handler InternalError")
+			var pe *vm.PanicError
+			if !errors.As(last, &pe) {
+				t.Fatalf("LastException = %#v, want *vm.PanicError", last)
+			}
+			if c.value != nil && pe.Value != c.value {
+				t.Fatalf("PanicError.Value = %#v, want %#v", pe.Value, c.value)
+			}
+			if c.name == "error" && !errors.Is(last, errVal) {
+				t.Fatal("PanicError does not unwrap to the error panicked with")
+			}
+		})
+	}
+}
+
+// panic(*vm.Error) raises that error's code and info.
+func TestSemPanicVMError(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(func(vm.AsyncSteps, vm.Args) {
+			panic(&vm.Error{Code: "X", Info: "raised by panic"})
+		})
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("handler %s %s", code, as.State().ErrorInfo())
+		var e *vm.Error
+		if !errors.As(as.State().LastException(), &e) || e.Code != "X" {
+			log.add("LastException %v", as.State().LastException())
+		}
+		as.Success()
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "handler X raised by panic")
+}
+
+// A panic in an error handler becomes InternalError and unwinding goes on
+// to the outer handler.
+func TestSemPanicInErrorHandler(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("First")
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("inner handler %s", code)
+			panic("handler blew up")
+		})
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("outer handler %s", code)
+		semInfoMentions(t, as.State().ErrorInfo(), "handler blew up")
+		var pe *vm.PanicError
+		if !errors.As(as.State().LastException(), &pe) || pe.Value != "handler blew up" {
+			log.add("LastException %v", as.State().LastException())
+		}
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semFail(t, f, vm.InternalError)
+	semExpect(t, &log, "inner handler First", "outer handler InternalError")
+}
+
+// A panic in a cancel handler does not stop the cancel: the other handlers
+// run and the flow ends as it would have.
+func TestSemPanicInCancelHandler(t *testing.T) {
+	for _, how := range []string{"root cancel", "timeout", "parallel abort"} {
+		t.Run(how, func(t *testing.T) {
+			l, clk := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			nested := func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.SetCancel(func(vm.AsyncSteps) {
+						log.add("cancel inner panics")
+						panic("cancel blew up")
+					})
+				})
+			}
+			var want []string
+			switch how {
+			case "root cancel":
+				root.Add(nested)
+				want = []string{"cancel inner panics", "cancel outer"}
+			case "timeout":
+				root.Add(func(as vm.AsyncSteps, a vm.Args) {
+					as.SetTimeout(time.Second)
+					nested(as, a)
+				}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+				want = []string{"cancel inner panics", "cancel outer", "handler Timeout"}
+			case "parallel abort":
+				p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+				p.Add(nested)
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Abort") })
+				})
+				want = []string{"cancel inner panics", "cancel outer", "handler Abort"}
+			}
+			root.Add(log.step("next never"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			switch how {
+			case "root cancel":
+				root.Cancel()
+			case "timeout":
+				clk.Advance(time.Second)
+			}
+			l.RunUntilIdle()
+			semExpect(t, &log, want...)
+			_, err := semResult(t, f)
+			switch how {
+			case "root cancel":
+				if !errors.Is(err, vm.ErrCanceled) {
+					t.Fatalf("Future error %v", err)
+				}
+			case "timeout":
+				semFail(t, f, vm.Timeout)
+			case "parallel abort":
+				semFail(t, f, "Abort")
+			}
+			if st := l.Stats(); st.RunningRoots != 0 || st.ArenaInUse != 0 {
+				t.Fatalf("after the flow: %+v", st)
+			}
+		})
+	}
+}
+
+// No panic escapes the loop: panics in destroy callbacks, loop bodies,
+// Immediate, Deferred and Post callbacks are contained.
+func TestSemNoPanicEscapes(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.StackRaw(8, func(unsafe.Pointer) { log.add("destroy 1") })
+		as.StackRaw(8, func(unsafe.Pointer) { panic("destroy") })
+	})
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Repeat(2, func(as vm.AsyncSteps, i int) {
+			if i == 1 {
+				panic(fmt.Sprintf("loop body %d", i))
+			}
+		})
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("loop handler %s %s", code, as.State().ErrorInfo())
+		as.Success()
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	l.Immediate(func() { panic("immediate") })
+	l.Deferred(time.Millisecond, func() { panic("deferred") })
+	l.Post(func() { panic("post") })
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("panic escaped RunUntilIdle: %v", p)
+			}
+		}()
+		l.RunUntilIdle()
+		clk.Advance(time.Millisecond)
+		l.RunUntilIdle()
+	}()
+	semOK(t, f)
+	semExpect(t, &log, "destroy 1", "loop handler InternalError loop body 1", "after")
+	if p := l.Stats().Panics; p != 3 {
+		t.Fatalf("Stats().Panics = %d, want 3 (immediate, deferred, post)", p)
+	}
+}
+
+// Misuse inside a cancel handler (here: Execute and Add on the root being
+// canceled) neither stops the cancel nor runs any handler twice.
+func TestSemMisuseInCancelHandler(t *testing.T) {
+	for _, call := range []string{"Execute", "Add", "Promise"} {
+		for _, how := range []string{"cancel", "timeout", "parallel abort"} {
+			t.Run(call+"/"+how, func(t *testing.T) {
+				if how == "cancel" {
+				}
+				l, clk := semLoop()
+				root := l.NewSteps()
+				var log semLog
+				misuse := func() {
+					switch call {
+					case "Execute":
+						root.Execute()
+					case "Add":
+						root.Add(log.step("added in cancel never"))
+					case "Promise":
+						root.Promise()
+					}
+				}
+				nested := func(as vm.AsyncSteps, _ vm.Args) {
+					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) {
+							log.add("cancel inner")
+							misuse()
+						})
+					}, func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
+				}
+				switch how {
+				case "cancel":
+					root.Add(nested, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+				case "timeout":
+					root.Add(func(as vm.AsyncSteps, a vm.Args) {
+						as.SetTimeout(time.Millisecond)
+						nested(as, a)
+					}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+				case "parallel abort":
+					p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+					p.Add(nested)
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Abort") })
+					})
+				}
+				root.Add(log.step("next never"))
+				f := root.Promise()
+				l.RunUntilIdle()
+				switch how {
+				case "cancel":
+					root.Cancel()
+				case "timeout":
+					clk.Advance(time.Millisecond)
+				}
+				l.RunUntilIdle()
+				clk.Advance(time.Hour)
+				l.RunUntilIdle()
+				counts := map[string]int{}
+				for _, line := range log.lines {
+					counts[line]++
+				}
+				for line, n := range counts {
+					if n > 1 {
+						t.Errorf("%q ran %d times: %q", line, n, log.lines)
+					}
+				}
+				if counts["cancel inner"] != 1 || counts["cancel outer"] != 1 {
+					t.Fatalf("cancel handlers: %q", log.lines)
+				}
+				if counts["next never"] != 0 || counts["added in cancel never"] != 0 {
+					t.Fatalf("a step ran: %q", log.lines)
+				}
+				if _, err := semResult(t, f); err == nil {
+					t.Fatal("flow succeeded")
+				}
+				if how == "cancel" && counts["outer handler InternalError"]+counts["inner handler InternalError"] > 0 {
+					t.Fatalf("error handlers ran during a cancel: %q", log.lines)
+				}
+				if st := l.Stats(); st.RunningRoots != 0 || st.ArenaInUse != 0 || st.Timers != 0 {
+					t.Fatalf("after the flow: %+v", st)
+				}
+			})
+		}
+	}
+}
+
+// Calls through the zero AsyncSteps inside a step are InternalError of the
+// calling flow; Error through it does not return.
+func TestSemMisuseZeroHandle(t *testing.T) {
+	ops := []semOp{
+		{"Success", func(h vm.AsyncSteps) { h.Success() }},
+		{"Error", func(h vm.AsyncSteps) { h.Error("X") }},
+		{"Add", func(h vm.AsyncSteps) { h.Add(func(vm.AsyncSteps, vm.Args) {}) }},
+		{"SetTimeout", func(h vm.AsyncSteps) { h.SetTimeout(time.Millisecond) }},
+		{"WaitExternal", func(h vm.AsyncSteps) { h.WaitExternal() }},
+		{"Break", func(h vm.AsyncSteps) { h.Break() }},
+		{"Execute", func(h vm.AsyncSteps) { h.Execute() }},
+		{"Stack", func(h vm.AsyncSteps) { vm.Stack[int64](h) }},
+		{"StackRaw", func(h vm.AsyncSteps) { h.StackRaw(8, nil) }},
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				op.call(vm.AsyncSteps{})
+				log.add("returned")
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+			semExpect(t, &log)
+		})
+	}
+}

@@ -1,0 +1,274 @@
+package vm_test
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Stack and StackRaw return zeroed memory, even where an earlier step left
+// its memory dirty.
+func TestSemStackZeroed(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	type block [32]uint64
+	dirty := func(as vm.AsyncSteps, _ vm.Args) {
+		p := vm.Stack[block](as)
+		for i := range p {
+			p[i] = ^uint64(0)
+		}
+		raw := unsafe.Slice((*byte)(as.StackRaw(200, nil)), 200)
+		for i := range raw {
+			raw[i] = 0xAA
+		}
+	}
+	check := func(as vm.AsyncSteps, _ vm.Args) {
+		p := vm.Stack[block](as)
+		for i, v := range p {
+			if v != 0 {
+				log.add("Stack word %d = %#x", i, v)
+				break
+			}
+		}
+		raw := unsafe.Slice((*byte)(as.StackRaw(200, nil)), 200)
+		for i, v := range raw {
+			if v != 0 {
+				log.add("StackRaw byte %d = %#x", i, v)
+				break
+			}
+		}
+	}
+	for range 5 {
+		root.Add(dirty)
+		root.Add(check)
+	}
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log)
+}
+
+// Destroy callbacks run when the step ends, newest first, whether it ends by
+// success, by error or by cancel, and exactly once.
+func TestSemStackDestroy(t *testing.T) {
+	cases := []struct {
+		name string
+		end  func(as vm.AsyncSteps)
+		want []string
+	}{
+		{"implicit success", func(vm.AsyncSteps) {}, []string{"destroy 3", "destroy 2", "destroy 1", "next"}},
+		{"success", func(as vm.AsyncSteps) { as.Success() }, []string{"destroy 3", "destroy 2", "destroy 1", "next"}},
+		{"error", func(as vm.AsyncSteps) { as.Error("E") }, []string{"handler E", "destroy 3", "destroy 2", "destroy 1", "next"}},
+		{"cancel", func(as vm.AsyncSteps) { as.WaitExternal() }, []string{"destroy 3", "destroy 2", "destroy 1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			destroy := func(name string) func(unsafe.Pointer) {
+				return func(p unsafe.Pointer) {
+					log.add("destroy %s", name)
+					if *(*uint32)(p) != 0xC0FFEE {
+						log.add("destroy %s got other memory", name)
+					}
+				}
+			}
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				for i := 1; i <= 3; i++ {
+					p := as.StackRaw(8, destroy(strconv.Itoa(i)))
+					*(*uint32)(p) = 0xC0FFEE
+				}
+				as.StackRaw(16, nil) // no callback: freed silently
+				c.end(as)
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				as.Success()
+			})
+			root.Add(log.step("next"))
+			root.Execute()
+			l.RunUntilIdle()
+			if c.name == "cancel" {
+				semExpect(t, &log)
+				root.Cancel()
+				l.RunUntilIdle()
+			}
+			semExpect(t, &log, c.want...)
+			if st := l.Stats(); st.ArenaInUse != 0 {
+				t.Fatalf("ArenaInUse = %d after the flow", st.ArenaInUse)
+			}
+		})
+	}
+}
+
+// A step's stack memory lives until the step ends, which for a step with
+// sub-steps is after they complete: the sub-steps can use it.
+func TestSemStackLivesAcrossSubSteps(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	type counters struct{ A, B int64 }
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		c := vm.Stack[counters](as)
+		c.A = 40
+		as.StackRaw(4, func(unsafe.Pointer) { log.add("outer destroyed, A=%d", c.A) })
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			inner := as.StackRaw(4, func(unsafe.Pointer) { log.add("inner destroyed") })
+			_ = inner
+			c.A++
+		})
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			c.A++
+			log.add("sub 2 sees A=%d", c.A)
+		})
+	})
+	root.Add(log.step("next"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "inner destroyed", "sub 2 sees A=42", "outer destroyed, A=42", "next")
+}
+
+// A T holding Go pointers (a string here) works and keeps its value across
+// sub-steps and garbage collections: it lives on the GC heap.
+func TestSemStackWithPointers(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	type rec struct {
+		N    int
+		Name string
+		Tags []string
+	}
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		r := vm.Stack[rec](as)
+		if r == nil || r.N != 0 || r.Name != "" || r.Tags != nil {
+			log.add("not a zero rec: %+v", r)
+			return
+		}
+		r.N = 7
+		r.Name = "name-" + strconv.Itoa(r.N) // heap-allocated string
+		r.Tags = append(r.Tags, strconv.Itoa(1000+r.N))
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			runtime.GC()
+			runtime.GC()
+		})
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			// Allocate garbage that would overwrite freed memory.
+			for i := range 1000 {
+				_ = strconv.Itoa(i) + "garbage"
+			}
+			runtime.GC()
+			log.add("%d %s %v", r.N, r.Name, r.Tags)
+		})
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "7 name-7 [1007]")
+}
+
+// Stack and StackRaw through a stale handle return nil.
+func TestSemStackInvalidHandle(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var stale vm.AsyncSteps
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { stale = as })
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	if p := vm.Stack[int64](stale); p != nil {
+		t.Fatal("Stack through a stale handle returned memory")
+	}
+	if p := stale.StackRaw(8, nil); p != nil {
+		t.Fatal("StackRaw through a stale handle returned memory")
+	}
+	// The zero handle names no loop: outside a step the call panics with
+	// InternalError, like a method call through a nil pointer.
+	func() {
+		defer func() {
+			var e *vm.Error
+			if p, _ := recover().(error); !errors.As(p, &e) || e.Code != vm.InternalError {
+				t.Fatalf("Stack through the zero handle outside a step: recovered %v, want an InternalError panic", p)
+			}
+		}()
+		vm.Stack[int64](vm.AsyncSteps{})
+	}()
+}
+
+// Pointer-free stack memory comes from the root's arena.
+func TestSemStackUsesArena(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var during, withPtr int64
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		base := l.Stats().ArenaInUse
+		_ = vm.Stack[[64]int64](as)
+		during = l.Stats().ArenaInUse - base
+		base = l.Stats().ArenaInUse
+		_ = vm.Stack[[64]*int64](as)
+		withPtr = l.Stats().ArenaInUse - base
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	if during < 64*8 {
+		t.Fatalf("a 512-byte pointer-free Stack grew the arena by %d bytes", during)
+	}
+	if withPtr >= 64*8 {
+		t.Fatalf("a Stack of pointers took %d arena bytes: it must live on the GC heap", withPtr)
+	}
+	if st := l.Stats(); st.ArenaInUse != 0 {
+		t.Fatalf("ArenaInUse = %d after the flow", st.ArenaInUse)
+	}
+}
+
+// Stack memory of a loop iteration is destroyed when the iteration ends,
+// before the next one; that of a canceled branch when it is canceled.
+func TestSemStackDestroyInLoopAndBranch(t *testing.T) {
+	t.Run("loop", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		root.Repeat(3, func(as vm.AsyncSteps, i int) {
+			log.add("iter %d", i)
+			as.StackRaw(8, func(unsafe.Pointer) { log.add("destroy %d", i) })
+			if i == 1 {
+				as.Add(log.step("sub 1"))
+			}
+		})
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "iter 0", "destroy 0", "iter 1", "sub 1", "destroy 1", "iter 2", "destroy 2")
+	})
+	t.Run("branch", func(t *testing.T) {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.StackRaw(8, func(unsafe.Pointer) { log.add("destroy outer") })
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.StackRaw(8, func(unsafe.Pointer) { log.add("destroy inner") })
+				as.WaitExternal()
+			})
+		})
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Abort") })
+		})
+		f := root.Promise()
+		l.RunUntilIdle()
+		semFail(t, f, "Abort")
+		semExpect(t, &log, "destroy inner", "destroy outer", "handler Abort")
+		if st := l.Stats(); st.ArenaInUse != 0 {
+			t.Fatalf("%+v", st)
+		}
+	})
+}
