@@ -56,34 +56,46 @@ func (m *Mutex) Stats() SyncStats {
 	return SyncStats{Inside: m.inside, Queued: m.q.len(), Entered: m.entered, Rejected: m.rejected}
 }
 
-// enter admits thread th, whose OpSync frame n was just pushed, queues it,
-// or refuses it with an error code and info.
-func (m *Mutex) enter(l *Loop, r *root, th, n *Node) (ok bool, code, info string) {
+// enter admits the thread of OpSync frame n, just pushed (n.B becomes
+// syncHeld or syncPassed), queues it (syncQueued), or refuses it.
+func (m *Mutex) enter(l *Loop, r *root, n *Node) refusal {
+	if m.inside == 0 && m.l == l {
+		// Free: no re-entry to look for, nobody waits. The uncontended
+		// Sync takes only this path.
+		m.inside, n.B = 1, syncHeld
+		m.entered++
+		return accepted
+	}
+	return m.contend(l, r, n)
+}
+
+// contend is enter when the Mutex is taken, or not bound to a loop yet.
+func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 	if m.l != l {
 		if m.l != nil {
-			return false, InternalError, "Mutex used by flows of two loops"
+			return refusedMutexLoop
 		}
 		m.l = l
 	}
 	if m.inside > 0 && m.heldBy(r, n.Parent) {
 		n.B = syncPassed
-		return true, "", ""
+		return accepted
 	}
-	// Handing the lock over on release keeps inside at max while anyone
-	// waits, so a flow finding room never overtakes the queue.
+	// Handing the place over on release keeps inside at max while anyone
+	// waits, so a flow that finds room never overtakes the queue.
 	if m.inside < m.max {
 		m.inside++
 		m.entered++
 		n.B = syncHeld
-		return true, "", ""
+		return accepted
 	}
-	if m.maxQueue != Unbounded && m.q.len() >= m.maxQueue {
+	if m.maxQueue != Unbounded && m.q.n >= m.maxQueue {
 		m.rejected++
-		return false, DefenseRejected, "Mutex queue limit"
+		return refusedMutexFull
 	}
-	n.A = m.q.push(r, th, n, l.argsCur)
+	n.A = m.q.push(r, threadOf(n), n, l.argsCur)
 	n.B = syncQueued
-	return false, "", ""
+	return accepted
 }
 
 // heldBy reports whether a frame from f down to its thread's base holds m:
@@ -103,6 +115,15 @@ func (m *Mutex) heldBy(r *root, f *Node) bool {
 // exit gives back what frame n holds: its place in the section, which
 // goes to the first waiter, or its place in the queue.
 func (m *Mutex) exit(l *Loop, n *Node) {
+	if n.B == syncHeld && m.q.n == 0 {
+		m.inside-- // nobody to hand the place to
+		return
+	}
+	m.handOn(l, n)
+}
+
+// handOn is exit when n holds a place someone waits for, or waits itself.
+func (m *Mutex) handOn(l *Loop, n *Node) {
 	switch n.B {
 	case syncHeld:
 		for {

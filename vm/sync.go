@@ -86,29 +86,42 @@ func (as AsyncSteps) addSync(outer, inner any, fn ExecFunc, onError ErrorFunc) {
 	q.Push(s)
 }
 
+// refusal is why a primitive did not let a flow in or queue it.
+type refusal uint8
+
+const (
+	accepted refusal = iota // admitted at once or queued: the frame's state tells
+	refusedMutexFull
+	refusedMutexLoop
+	refusedThrottleFull
+	refusedThrottleLoop
+	refusedCorrupt
+)
+
+// refusals are the error code and ErrorInfo of each refusal.
+var refusals = [...]struct{ code, info string }{
+	refusedMutexFull:    {DefenseRejected, "Mutex queue limit"},
+	refusedMutexLoop:    {InternalError, "Mutex used by flows of two loops"},
+	refusedThrottleFull: {DefenseRejected, "Throttle queue limit"},
+	refusedThrottleLoop: {InternalError, "Throttle used by a flow of another loop"},
+	refusedCorrupt:      {InternalError, "corrupt sync instruction"},
+}
+
 // stepSync runs OpSync frame n, which step has just pushed on thread th.
 func (l *Loop) stepSync(r *root, th, n *Node) {
-	var ok bool
-	var code, info string
+	why := refusedCorrupt
 	switch p := r.slots[n.Fn].v.(type) {
 	case *Mutex:
-		if p.inside == 0 && p.l == l { // free: no wait, no re-entry
-			p.inside, n.B = 1, syncHeld
-			p.entered++
-			ok = true
-			break
-		}
-		ok, code, info = p.enter(l, r, th, n)
+		why = p.enter(l, r, n)
 	case *Throttle:
-		ok, code, info = p.enter(l, r, th, n)
-	default:
-		code, info = InternalError, "corrupt sync instruction"
+		why = p.enter(l, r, th, n)
 	}
 	switch {
-	case code != "":
-		r.state.recordError(code, info)
-		l.raise(r, th, code)
-	case ok:
+	case why != accepted:
+		e := &refusals[why]
+		r.state.recordError(e.code, e.info)
+		l.raise(r, th, e.code)
+	case n.B != syncQueued:
 		l.step(r, th) // the section, in this turn, with the values n received
 	}
 }
@@ -119,10 +132,6 @@ func (l *Loop) exitSync(r *root, n *Node) {
 	if n.B != syncIdle {
 		switch p := r.slots[n.Fn].v.(type) {
 		case *Mutex:
-			if n.B == syncHeld && p.q.len() == 0 {
-				p.inside--
-				break
-			}
 			p.exit(l, n)
 		case *Throttle:
 			p.exit(n)

@@ -68,28 +68,28 @@ func (t *Throttle) Stats() SyncStats {
 	return SyncStats{Inside: t.count, Queued: t.q.len(), Entered: t.entered, Rejected: t.rejected}
 }
 
-// enter admits thread th, whose OpSync frame n was just pushed, queues it,
-// or refuses it with an error code and info.
-func (t *Throttle) enter(l *Loop, r *root, th, n *Node) (ok bool, code, info string) {
+// enter admits thread th, whose OpSync frame n was just pushed (n.B
+// becomes syncPassed), queues it (syncQueued), or refuses it.
+func (t *Throttle) enter(l *Loop, r *root, th, n *Node) refusal {
 	if l != t.l {
-		return false, InternalError, "Throttle used by a flow of another loop"
+		return refusedThrottleLoop
 	}
 	if !t.ticking {
 		t.startPeriod()
 	}
-	if t.count < t.max && t.q.len() == 0 {
+	if t.count < t.max && t.q.n == 0 {
 		t.count++
 		t.entered++
 		n.B = syncPassed
-		return true, "", ""
+		return accepted
 	}
-	if t.maxQueue != Unbounded && t.q.len() >= t.maxQueue {
+	if t.maxQueue != Unbounded && t.q.n >= t.maxQueue {
 		t.rejected++
-		return false, DefenseRejected, "Throttle queue limit"
+		return refusedThrottleFull
 	}
 	n.A = t.q.push(r, th, n, l.argsCur)
 	n.B = syncQueued
-	return false, "", ""
+	return accepted
 }
 
 // exit takes frame n out of the queue if it still waits.
@@ -99,6 +99,7 @@ func (t *Throttle) exit(n *Node) {
 	}
 }
 
+// startPeriod schedules the end of the period that starts now.
 func (t *Throttle) startPeriod() {
 	t.ticking = true
 	t.l.Deferred(t.period, t.endFn)

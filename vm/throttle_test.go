@@ -292,3 +292,37 @@ func TestNewThrottlePanics(t *testing.T) {
 		}()
 	}
 }
+
+// Waiting in a Throttle and being admitted when a period ends allocates
+// nothing once the queue and the loop's timers have grown.
+func TestThrottleAllocs(t *testing.T) {
+	l, clk := syLoop()
+	th := vm.NewThrottle(l, 1, time.Millisecond, vm.Unbounded)
+	ran, queued := 0, 0
+	section := func(vm.AsyncSteps, vm.Args) {
+		ran++
+		queued = max(queued, th.Stats().Queued)
+	}
+	roots := []vm.AsyncSteps{l.NewSteps(), l.NewSteps(), l.NewSteps()}
+	run := func() {
+		for _, root := range roots {
+			root.Sync(th, section)
+			root.Execute()
+		}
+		for range 4 {
+			l.RunUntilIdle()
+			clk.Advance(time.Millisecond)
+		}
+		l.RunUntilIdle()
+	}
+	run()
+	if queued == 0 {
+		t.Fatal("no flow waited")
+	}
+	if a := testing.AllocsPerRun(200, run); a != 0 {
+		t.Fatalf("%v allocations per run, want 0", a)
+	}
+	if ran != 3*202 {
+		t.Fatalf("%d sections ran", ran)
+	}
+}
