@@ -69,6 +69,17 @@
 // the cancel handlers of the steps they leave but not their error
 // handlers. Leaving a parallel branch this way cancels its siblings.
 //
+// # Synchronization
+//
+// Sync adds a step that runs its function inside a critical section of an
+// ISync (FTN12 1.11). Mutex, Throttle and Limiter implement it natively: the
+// step is an OpSync instruction whose section is its only sub-step, so an
+// uncontended entry allocates nothing. A flow (the main thread of a root, or
+// one parallel branch) that cannot enter waits in the primitive's FIFO queue
+// with its incoming values; the section is left however the step ends, and a
+// flow canceled while queued leaves the queue. A full queue rejects the
+// entry with DefenseRejected through the flow's enclosing error handlers.
+//
 // # Threads and memory
 //
 // A Loop belongs to one goroutine. Resumer and Post are the only entry
