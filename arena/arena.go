@@ -18,7 +18,11 @@ import (
 // An Arena must be used by one goroutine at a time and must not be copied
 // after first use.
 type Arena struct {
-	free [numClasses]unsafe.Pointer // free-list heads; link in the block's first word
+	// Alloc and Free of the small classes touch only the first cache line:
+	// the accounting and the heads of the first free lists.
+	acct  *Account
+	inUse int64
+	free  [numClasses]unsafe.Pointer // free-list heads; link in the block's first word
 
 	cur *chunk  // chunk being bumped; nil iff chunks is nil
 	off uintptr // next free byte of cur, as an offset from cur
@@ -27,8 +31,6 @@ type Arena struct {
 	chunks *chunk // bump chunks, oldest first; cur is one of them
 	large  *large // dedicated chunks, doubly linked
 
-	acct     *Account
-	inUse    int64
 	reserved int64
 }
 

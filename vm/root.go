@@ -20,21 +20,21 @@ const (
 // root is one flow: the Go side of an AsyncSteps root. Its steps and frames
 // are Nodes in mem's arena; the Go values they need are in slots.
 type root struct {
-	l    *Loop
-	mem  *rootMem
-	base *Node // OpRoot frame: level 0 queue and the main thread
-
+	// What every step touches comes first, to keep a flow's turn to few
+	// cache lines when thousands of flows take turns.
+	mem       *rootMem
+	base      *Node // OpRoot frame: level 0 queue and the main thread
 	slots     []slot
 	freeSlots []uint32
-	liveSlots int    // slots in use; 0 means every slot is nil
+	liveSlots int32  // slots in use; 0 means every slot is nil
 	seq       uint32 // last Node.Seq handed out
-
-	// rootEpoch changes on Release: it invalidates every handle. runEpoch
-	// changes whenever the flow ends: it invalidates the step handles and
-	// queued tasks of that run without touching arena memory.
-	rootEpoch uint32
+	// runEpoch changes whenever the flow ends: it invalidates the step
+	// handles and queued tasks of that run without touching arena memory.
+	// rootEpoch changes on Release: it invalidates every handle.
 	runEpoch  uint32
+	rootEpoch uint32
 
+	l       *Loop
 	status  uint8
 	spawned bool
 	future  *Future
