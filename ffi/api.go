@@ -1,0 +1,440 @@
+package ffi
+
+/*
+#include "ffi.h"
+*/
+import "C"
+
+import (
+	"math"
+	"time"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// The functions of stepvm's FutoInAsyncSteps table (FTN12 2.7.2), in index
+// order; binaryapi.c forwards each entry here with the id of the loop whose
+// C call is running on the thread (0: none). Each resolves the record,
+// reports a bad one as misuse, and catches what the VM raises so that no
+// panic crosses C frames (see callback.done).
+
+//export stepvmAdd
+func stepvmAdd(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.FutoInAsyncSteps_execute_callback,
+	eh C.FutoInAsyncSteps_error_callback, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "add")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	if f == nil {
+		c.misuse("add with a NULL step function")
+		return
+	}
+	var onError vm.ErrorFunc
+	if eh != nil {
+		onError = errorHandler(eh, data)
+	}
+	vm.AddNative(e.as, execStep, onError, vm.NativeWords{A: uintptr(unsafe.Pointer(f)), B: uintptr(data)})
+}
+
+//export stepvmParallel
+func stepvmParallel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, eh C.FutoInAsyncSteps_error_callback,
+	cur C.uint32_t) *C.FutoInAsyncSteps {
+	c, e := begin(bsi, cur, "parallel")
+	if e == nil {
+		return nil
+	}
+	defer c.done()
+	var p vm.AsyncSteps
+	if eh != nil {
+		p = e.as.Parallel(errorHandler(eh, data))
+	} else {
+		p = e.as.Parallel()
+	}
+	if !p.Valid() {
+		return nil
+	}
+	return e.ls.bindAccessor(p)
+}
+
+//export stepvmStateVariable
+func stepvmStateVariable(bsi *C.FutoInAsyncSteps, data C.uintptr_t, name *C.char,
+	allocate C.stepvm_alloc_fn, cleanup C.stepvm_state_cleanup_fn, cur C.uint32_t) C.uintptr_t {
+	c, e := begin(bsi, cur, "stateVariable")
+	if e == nil {
+		return 0
+	}
+	defer c.done()
+	if name == nil {
+		c.misuse("stateVariable with a NULL name")
+		return 0
+	}
+	return c.stateVariable(e, data, name, allocate, cleanup)
+}
+
+// stackHeader precedes the memory stack hands to C: the C cleanup and the
+// id of the loop to run it for. 16 bytes keep the memory 16-byte aligned.
+type stackHeader struct {
+	cleanup C.stepvm_stack_cleanup_fn
+	loop    C.uint32_t
+	_       uint32
+}
+
+//export stepvmStack
+func stepvmStack(bsi *C.FutoInAsyncSteps, size C.size_t, cleanup C.stepvm_stack_cleanup_fn,
+	cur C.uint32_t) unsafe.Pointer {
+	c, e := begin(bsi, cur, "stack")
+	if e == nil {
+		return nil
+	}
+	defer c.done()
+	if uint64(size) > maxBytes {
+		c.misuse("stack: size beyond any plausible allocation")
+		return nil
+	}
+	p := e.as.StackRaw(int(unsafe.Sizeof(stackHeader{}))+int(size), destroyStack)
+	if p == nil {
+		return nil
+	}
+	h := (*stackHeader)(p)
+	h.cleanup, h.loop = cleanup, e.ls.id
+	return unsafe.Add(p, unsafe.Sizeof(stackHeader{}))
+}
+
+// destroyStack runs the C cleanup of memory stack handed out; the VM calls
+// it as the step ends.
+func destroyStack(p unsafe.Pointer) {
+	h := (*stackHeader)(p)
+	if h.cleanup == nil {
+		return
+	}
+	ls := loopByID(h.loop)
+	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	C.stepvm_call_stack_cleanup(h.cleanup, unsafe.Add(p, unsafe.Sizeof(stackHeader{})), ls.id)
+	ls.settle(s)
+}
+
+//export stepvmSuccess
+func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "success")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	ls := c.ls
+	if ls == nil {
+		ls = e.ls
+	}
+	var vals [vm.MaxArgs]vm.Value
+	n, bad := fromC(ls, args, &vals)
+	if bad != "" {
+		c.fail(e, "success: "+bad)
+		return
+	}
+	if c.ls == nil && !e.ls.l.IsSameThread() {
+		e.res.Success(vals[:n]...) // from a foreign thread: the loop completes the step
+		return
+	}
+	e.as.Success(vals[:n]...)
+}
+
+// fail fails the flow of e with InternalError and info: at once when no C
+// call runs, as on a foreign thread, where Error would not unwind anything.
+func (c callback) fail(e *entry, info string) {
+	if c.ls != nil {
+		c.misuse(info)
+		return
+	}
+	if !e.ls.l.IsSameThread() {
+		e.res.Error(vm.InternalError, info)
+		return
+	}
+	e.as.Error(vm.InternalError, info)
+}
+
+//export stepvmHandleError
+func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "handle_error")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	if code == nil {
+		c.fail(e, "handle_error with a NULL code")
+		return
+	}
+	goCode, goInfo := C.GoString(code), ""
+	if info != nil {
+		goInfo = C.GoString(info)
+	}
+	if c.ls == nil && !e.ls.l.IsSameThread() {
+		e.res.Error(goCode, goInfo)
+		return
+	}
+	e.as.Error(goCode, goInfo)
+}
+
+//export stepvmSetTimeout
+func stepvmSetTimeout(bsi *C.FutoInAsyncSteps, ms C.uint32_t, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "setTimeout")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	e.as.SetTimeout(time.Duration(ms) * time.Millisecond)
+	e.waits()
+}
+
+// waits prepares a step that waits for an external event to be completed
+// from a foreign thread.
+func (e *entry) waits() {
+	if e.kind == kindFrame && e.res == (vm.Resumer{}) {
+		e.res = e.as.Resumer()
+	}
+}
+
+//export stepvmSetCancel
+func stepvmSetCancel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ch C.FutoInAsyncSteps_cancel_callback,
+	cur C.uint32_t) {
+	c, e := begin(bsi, cur, "setCancel")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	if ch == nil {
+		c.misuse("setCancel with a NULL cancel handler")
+		return
+	}
+	e.as.SetCancel(cancelHandler(ch, data, e))
+	e.waits()
+}
+
+//export stepvmWaitExternal
+func stepvmWaitExternal(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "waitExternal")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	e.as.WaitExternal()
+	e.waits()
+}
+
+//export stepvmLoop
+func stepvmLoop(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.stepvm_loop_fn, label *C.char,
+	cur C.uint32_t) {
+	c, e := begin(bsi, cur, "loop")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	if f == nil {
+		c.misuse("loop with a NULL body")
+		return
+	}
+	e.as.Loop(loopBody(f, data), goString(label))
+}
+
+//export stepvmRepeat
+func stepvmRepeat(bsi *C.FutoInAsyncSteps, data C.uintptr_t, count C.size_t, f C.stepvm_repeat_fn,
+	label *C.char, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "repeat")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	if f == nil {
+		c.misuse("repeat with a NULL body")
+		return
+	}
+	n := int(min(uint64(count), math.MaxInt))
+	e.as.Repeat(n, repeatBody(f, data), goString(label))
+}
+
+//export stepvmBreakLoop
+func stepvmBreakLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "breakLoop")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	e.as.Break(goString(label))
+}
+
+//export stepvmContinueLoop
+func stepvmContinueLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "continueLoop")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	e.as.Continue(goString(label))
+}
+
+//export stepvmExecute
+func stepvmExecute(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ueh C.FutoInAsyncSteps_error_callback,
+	cur C.uint32_t) {
+	c, e := begin(bsi, cur, "execute")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	if ri := e.ls.root(e.as); ri != nil {
+		ri.ueh, ri.uehData = ueh, data
+	}
+	e.as.Execute()
+}
+
+//export stepvmCancel
+func stepvmCancel(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "cancel")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	e.as.Cancel()
+}
+
+//export stepvmAddSync
+func stepvmAddSync(bsi *C.FutoInAsyncSteps, sync *C.FutoInSync, data C.uintptr_t,
+	f C.FutoInAsyncSteps_execute_callback, eh C.FutoInAsyncSteps_error_callback, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "addSync")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	switch {
+	case f == nil:
+		c.misuse("addSync with a NULL step function")
+		return
+	case sync == nil || sync.api == nil:
+		c.misuse("addSync with a NULL FutoInSync")
+		return
+	}
+	obj, bad := syncObject(sync)
+	if obj == nil {
+		c.misuse("addSync" + bad)
+		return
+	}
+	var onError vm.ErrorFunc
+	if eh != nil {
+		onError = errorHandler(eh, data)
+	}
+	e.as.Sync(obj, syncStep(f, data), onError)
+}
+
+//export stepvmRootId
+func stepvmRootId(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.ptrdiff_t {
+	_, e := begin(bsi, cur, "rootId")
+	if e == nil {
+		return 0
+	}
+	return C.ptrdiff_t(vm.RootID(e.as))
+}
+
+//export stepvmIsValid
+func stepvmIsValid(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
+	e, _ := lookup(bsi)
+	if e == nil || !e.as.Valid() {
+		return 0
+	}
+	return 1
+}
+
+//export stepvmNewInstance
+func stepvmNewInstance(bsi *C.FutoInAsyncSteps, cur C.uint32_t) *C.FutoInAsyncSteps {
+	c, e := begin(bsi, cur, "newInstance")
+	if e == nil {
+		return nil
+	}
+	defer c.done()
+	n := e.as.NewInstance()
+	ri := e.ls.root(n)
+	if ri == nil {
+		return nil
+	}
+	ri.owned = true
+	return ri.record()
+}
+
+//export stepvmFree
+func stepvmFree(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "free")
+	if e == nil || e.kind != kindRoot {
+		return // a step's or an accessor's record ends with what it names
+	}
+	defer c.done()
+	ls := e.ls
+	ri := ls.roots[e.as]
+	if ri == nil || ri.rec != e {
+		e.release()
+		return
+	}
+	if !ri.owned {
+		ri.rec = nil // the root stays Go's; C has only let go of its record
+		e.release()
+		return
+	}
+	as := ri.as
+	ls.drop(ri)
+	as.Release()
+}
+
+//export stepvmSchedule
+func stepvmSchedule(bsi *C.FutoInAsyncSteps, deferred C.int, ms C.uint32_t, data C.uintptr_t,
+	cb C.stepvm_cb_fn, h *C.FutoInHandle, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "sched")
+	if e == nil {
+		return
+	}
+	defer c.done()
+	if cb == nil {
+		c.misuse("sched_immediate or sched_deferred with a NULL callback")
+		return
+	}
+	*h = e.ls.schedule(deferred != 0, time.Duration(ms)*time.Millisecond, cb, data)
+}
+
+//export stepvmSchedCancel
+func stepvmSchedCancel(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32_t) {
+	c, e := begin(bsi, cur, "sched_cancel")
+	if e == nil || h == nil {
+		return
+	}
+	defer c.done()
+	e.ls.cancelTask(h)
+}
+
+//export stepvmSchedIsValid
+func stepvmSchedIsValid(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32_t) C.int {
+	c, e := begin(bsi, cur, "sched_is_valid")
+	if e == nil || h == nil {
+		return 0
+	}
+	defer c.done()
+	if e.ls.taskValid(h) {
+		return 1
+	}
+	return 0
+}
+
+//export stepvmIsSameThread
+func stepvmIsSameThread(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
+	c, e := begin(bsi, cur, "is_same_thread")
+	if e == nil {
+		return 0
+	}
+	if c.ls == e.ls || e.ls.l.IsSameThread() {
+		return 1
+	}
+	return 0
+}
+
+// goString copies a C string; NULL is "".
+func goString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}

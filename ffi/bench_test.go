@@ -1,0 +1,102 @@
+//go:build cgo
+
+package ffi_test
+
+import (
+	"testing"
+
+	"github.com/stepvm/stepvm/ffi"
+	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/vm"
+)
+
+func goNop(vm.AsyncSteps, vm.Args) {}
+
+func goNopSuccess(as vm.AsyncSteps, _ vm.Args) { as.Success() }
+
+// simple is the Simple workload: create a root, add one step, execute, run
+// until idle, release.
+type simple struct {
+	name string
+	add  func(root vm.AsyncSteps)
+}
+
+var simpleFlows = []simple{
+	{"Go", func(root vm.AsyncSteps) { root.Add(goNop) }},
+	{"C", func(root vm.AsyncSteps) { ctest.AddNop(ffi.Binary(root)) }},
+	{"Go-success", func(root vm.AsyncSteps) { root.Add(goNopSuccess) }},
+	{"C-success", func(root vm.AsyncSteps) { ctest.AddNopSuccess(ffi.Binary(root)) }},
+}
+
+func runSimple(l *vm.Loop, add func(vm.AsyncSteps)) {
+	root := l.NewSteps()
+	add(root)
+	root.Execute()
+	l.RunUntilIdle()
+	root.Release()
+}
+
+// BenchmarkFFISimple runs the Simple workload with a C step and, for
+// comparison, a Go step. The C step's cost includes adding it from C (a
+// call into C that calls back into stepvm) and running it (a call into C);
+// the -success variants' steps call success, one more call back.
+func BenchmarkFFISimple(b *testing.B) {
+	for _, sc := range simpleFlows {
+		b.Run(sc.name, func(b *testing.B) {
+			l := vm.NewLoop()
+			b.ReportAllocs()
+			for b.Loop() {
+				runSimple(l, sc.add)
+			}
+		})
+	}
+}
+
+// BenchmarkFFIStepOverhead measures the cost of a C step over a Go step:
+// flows of 100 steps copied from a model, so that each iteration only runs
+// steps. The difference of the ns/step metrics is the C call overhead per
+// step: binding a FutoInAsyncSteps record to the frame and the call into C.
+func BenchmarkFFIStepOverhead(b *testing.B) {
+	const steps = 100
+	for _, sc := range []simple{
+		{"Go", func(root vm.AsyncSteps) {
+			for range steps {
+				root.Add(goNop)
+			}
+		}},
+		{"C", func(root vm.AsyncSteps) { ctest.AddNops(ffi.Binary(root), steps) }},
+	} {
+		b.Run(sc.name, func(b *testing.B) {
+			l := vm.NewLoop()
+			model := l.NewSteps()
+			sc.add(model)
+			b.ReportAllocs()
+			for b.Loop() {
+				root := l.NewSteps()
+				root.CopyFrom(model)
+				root.Execute()
+				l.RunUntilIdle()
+				root.Release()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/steps, "ns/step")
+		})
+	}
+}
+
+// The Simple workload with a C step allocates nothing on the Go heap once
+// the pools are warm.
+func TestFFISimpleZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, sc := range simpleFlows {
+		l := vm.NewLoop()
+		flow := func() { runSimple(l, sc.add) }
+		for range 2000 {
+			flow()
+		}
+		if n := testing.AllocsPerRun(2000, flow); n != 0 {
+			t.Errorf("%s: %v allocations per flow, want 0", sc.name, n)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package ffi
+
+/*
+#include "ffi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Binary returns the FutoInAsyncSteps* (FTN12 2.7.2) through which C code
+// uses as: a root, a running step (also in its error or cancel handler, or
+// a loop iteration) or a parallel accessor. The record lives in off-heap
+// memory and stays valid for the life of what as names: the step's frame,
+// the root until it is released (or freed from C), an accessor until the
+// step that made it ends. A root always gets the same record; a step gets a
+// new one from each call. Binary returns nil for an invalid handle. Like
+// every AsyncSteps method, it must be called on the loop's goroutine.
+func Binary(as vm.AsyncSteps) unsafe.Pointer {
+	l := as.Tool()
+	if l == nil || !as.Valid() {
+		return nil
+	}
+	ls := loopOf(l)
+	switch {
+	case vm.IsRoot(as):
+		return unsafe.Pointer(ls.root(as).record())
+	case vm.IsFrame(as):
+		return unsafe.Pointer(bindFrame(ls, as))
+	}
+	return unsafe.Pointer(ls.bindAccessor(as))
+}
+
+// Wrap adopts a FutoInAsyncSteps* so that Go code can use it through the
+// vm.AsyncSteps API. A pointer that Binary produced, and is still valid,
+// gives back the original handle. A FutoInAsyncSteps implemented by foreign
+// code cannot be adopted yet (the VM has no handle backed by a foreign
+// implementation): Wrap returns the zero AsyncSteps, which is invalid, as it
+// does for nil and for expired records.
+func Wrap(p unsafe.Pointer) vm.AsyncSteps {
+	e, _ := lookup((*C.FutoInAsyncSteps)(p))
+	if e == nil {
+		return vm.AsyncSteps{}
+	}
+	return e.as
+}
+
+// bindFrame returns a new record for the live frame as, released when the
+// frame ends, or nil if as is not a live frame.
+func bindFrame(ls *loopState, as vm.AsyncSteps) *C.FutoInAsyncSteps {
+	p := vm.FrameAlloc(as, 8, releaseAtEnd)
+	if p == nil {
+		return nil
+	}
+	e := newEntry(ls, as, kindFrame)
+	*(*uint32)(p) = e.idx
+	return e.bsi()
+}
+
+// releaseAtEnd releases the record whose index p holds; the VM calls it as
+// the frame the record was bound to ends.
+func releaseAtEnd(p unsafe.Pointer) {
+	entryAt(*(*uint32)(p)).release()
+}
+
+// bindAccessor returns a record for the parallel accessor as. It lives as
+// long as the step whose C function is running (the one that called
+// parallel), or, when none runs, as long as the root.
+func (ls *loopState) bindAccessor(as vm.AsyncSteps) *C.FutoInAsyncSteps {
+	if p := vm.FrameAlloc(ls.frame, 8, releaseAtEnd); p != nil {
+		e := newEntry(ls, as, kindAccessor)
+		*(*uint32)(p) = e.idx
+		return e.bsi()
+	}
+	ri := ls.root(vm.RootOf(as))
+	if ri == nil {
+		return nil
+	}
+	e := newEntry(ls, as, kindAccessor)
+	ri.extra = append(ri.extra, e)
+	return e.bsi()
+}

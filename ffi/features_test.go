@@ -1,0 +1,166 @@
+//go:build cgo
+
+package ffi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/ffi"
+	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/vm"
+)
+
+// runC runs a root built by build and reports its error.
+func runC(t *testing.T, l *vm.Loop, build func(root vm.AsyncSteps)) vm.AsyncSteps {
+	t.Helper()
+	root := l.NewSteps()
+	build(root)
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := result(t, f); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestTableComplete(t *testing.T) {
+	l, _ := newLoop()
+	root := l.NewSteps()
+	if !ctest.TableComplete(ffi.Binary(root)) {
+		t.Fatal("the function table has NULL entries")
+	}
+}
+
+func TestStack(t *testing.T) {
+	ctest.ResetTrace()
+	ctest.ResetCounters()
+	l, _ := newLoop()
+	runC(t, l, func(root vm.AsyncSteps) {
+		ctest.Features(ffi.Binary(root), 0)
+		root.Add(func(vm.AsyncSteps, vm.Args) {
+			if n := ctest.Counter(0); n != 1 {
+				t.Errorf("stack cleanups after the step = %d, want 1", n)
+			}
+		})
+	})
+	expectLines(t, "C", takeTrace(), "stack aligned 1 zeroed 1", "0: none", "1: none", "2: none", "3: none")
+}
+
+func TestStateVariable(t *testing.T) {
+	ctest.ResetTrace()
+	ctest.ResetCounters()
+	l, _ := newLoop()
+	root := runC(t, l, func(root vm.AsyncSteps) {
+		ctest.Features(ffi.Binary(root), 1)
+		ctest.Features(ffi.Binary(root), 1)
+	})
+	// The state lives as long as the root: a second run sees the variable.
+	ctest.Features(ffi.Binary(root), 1)
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := result(t, f); err != nil {
+		t.Fatal(err)
+	}
+	expectLines(t, "C", takeTrace(), "state 7", "state 8", "state 9")
+	if a, c := ctest.Counter(1), ctest.Counter(2); a != 1 || c != 0 {
+		t.Fatalf("allocations %d, cleanups %d; want 1, 0 while the root lives", a, c)
+	}
+	if v, ok := root.State().Get("cvar"); !ok || v == nil {
+		t.Fatal("the C state variable is not in the root's State")
+	}
+	root.Release()
+}
+
+// State variables are cleaned up when a root Go owns is released.
+func TestStateVariableCleanupAtRelease(t *testing.T) {
+	ctest.ResetCounters()
+	l, _ := newLoop()
+	root := runC(t, l, func(root vm.AsyncSteps) { ctest.Features(ffi.Binary(root), 1) })
+	if c := ctest.Counter(2); c != 0 {
+		t.Fatalf("cleanups = %d before release", c)
+	}
+	root.Release()
+	if c := ctest.Counter(2); c != 1 {
+		t.Fatalf("cleanups = %d after release, want 1", c)
+	}
+}
+
+// A root created from C with newInstance runs, and free releases it and
+// its state variables.
+func TestNewInstanceAndFree(t *testing.T) {
+	ctest.ResetTrace()
+	ctest.ResetCounters()
+	l, _ := newLoop()
+	runC(t, l, func(root vm.AsyncSteps) { ctest.Features(ffi.Binary(root), 4) })
+	expectLines(t, "C", takeTrace(), "new instance runs", "state 7")
+	before := l.Stats().LiveRoots
+	ctest.FreeNew()
+	if c := ctest.Counter(2); c != 1 {
+		t.Errorf("state cleanups after free = %d, want 1", c)
+	}
+	if after := l.Stats().LiveRoots; after != before-1 {
+		t.Errorf("live roots %d -> %d: free did not release the root", before, after)
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	ctest.ResetTrace()
+	l, _ := newLoop()
+	runC(t, l, func(root vm.AsyncSteps) { ctest.Features(ffi.Binary(root), 3) })
+	expectLines(t, "C", takeTrace(),
+		"same thread 1 valid 1 new valid 1 same root 1 other root 1",
+		"freed valid 0")
+}
+
+func TestSchedule(t *testing.T) {
+	ctest.ResetTrace()
+	ctest.ResetCounters()
+	l, clk := newLoop()
+	runC(t, l, func(root vm.AsyncSteps) { ctest.Features(ffi.Binary(root), 2) })
+	expectLines(t, "C", takeTrace(), "immediate valid 1", "canceled valid 0")
+	if n := ctest.Counter(3); n != 1 {
+		t.Fatalf("callbacks = %d, want the immediate one (1)", n)
+	}
+	clk.Advance(5 * time.Millisecond)
+	l.RunUntilIdle()
+	if n := ctest.Counter(3); n != 11 {
+		t.Fatalf("callbacks = %d, want the immediate and deferred ones, not the canceled (11)", n)
+	}
+}
+
+// A C step that waits may be completed from a thread the loop does not
+// know: the completion travels to the loop like a Resumer's.
+func TestForeignThread(t *testing.T) {
+	ctest.ResetTrace()
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	ctest.ForeignThread(ffi.Binary(root))
+	var got string
+	root.Add(func(as vm.AsyncSteps, args vm.Args) { got = args.String(0) })
+	f := root.Promise()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx)
+	}()
+	_, err := f.Wait(ctx)
+	cancel()
+	<-done
+	if err != nil || got != "from another thread" {
+		t.Fatalf("flow = %v, %q", err, got)
+	}
+}
+
+// An error no handler settles reaches the handler C gave execute.
+func TestUnhandledError(t *testing.T) {
+	ctest.ResetTrace()
+	l, _ := newLoop()
+	root := l.NewSteps()
+	ctest.AddFail(ffi.Binary(root), "Boom", false)
+	ctest.ExecuteWithHandler(ffi.Binary(root))
+	l.RunUntilIdle()
+	expectLines(t, "C", takeTrace(), "C fails with Boom", "unhandled: Boom")
+}

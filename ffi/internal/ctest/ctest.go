@@ -1,0 +1,127 @@
+// Package ctest holds the C half of the tests of package ffi: the FTN12
+// examples and the misuse scenarios written in C against
+// futoin/binaryapi.h, and thin Go wrappers for the tests to drive them.
+// (Test files cannot use cgo, hence a package.)
+package ctest
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include -std=c11 -D_POSIX_C_SOURCE=200809L -Wall
+#cgo LDFLAGS: -lpthread
+#include <stdlib.h>
+#include "ctest.h"
+*/
+import "C"
+
+import (
+	"strings"
+	"unsafe"
+)
+
+func bsi(p unsafe.Pointer) *C.FutoInAsyncSteps { return (*C.FutoInAsyncSteps)(p) }
+
+// Trace returns the lines the C code printed since ResetTrace.
+func Trace() []string {
+	s := C.GoString(C.ctest_trace())
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func ResetTrace() { C.ctest_trace_reset() }
+
+// Say appends a line to the trace, for Go steps of mixed flows.
+func Say(s string) {
+	cs := C.CString(s)
+	defer C.free(unsafe.Pointer(cs))
+	C.ctest_say(cs)
+}
+
+// Layout returns the layout checks that failed, one per line.
+func Layout() string { return C.GoString(C.ctest_layout()) }
+
+// TableComplete reports whether every function of p's table is set.
+func TableComplete(p unsafe.Pointer) bool { return C.ctest_table_complete(bsi(p)) != 0 }
+
+func Levels(root unsafe.Pointer)              { C.ctest_levels(bsi(root)) }
+func ErrorHandling(root unsafe.Pointer)       { C.ctest_error_handling(bsi(root)) }
+func StepsInErrorHandler(root unsafe.Pointer) { C.ctest_steps_in_error_handler(bsi(root)) }
+func Parallel(root unsafe.Pointer)            { C.ctest_parallel(bsi(root)) }
+func ParallelAbort(root unsafe.Pointer)       { C.ctest_parallel_abort(bsi(root)) }
+func Loops(root unsafe.Pointer)               { C.ctest_loops(bsi(root)) }
+func ExternalWait(root unsafe.Pointer)        { C.ctest_external_wait(bsi(root)) }
+func MixedLevel1(p unsafe.Pointer)            { C.ctest_mixed_level1(bsi(p)) }
+
+// AddSay adds a C step that prints line.
+func AddSay(p unsafe.Pointer, line string) {
+	C.ctest_add_say(bsi(p), C.CString(line)) // kept for the life of the test binary
+}
+
+// SyncFlow adds to root a section under sync, for flow "A", "B" or "C"
+// (name 0, 1, 2): it prints enter, waits 10 ms, prints leave.
+func SyncFlow(root, sync unsafe.Pointer, name int) {
+	C.ctest_sync_flow(bsi(root), (*C.FutoInSync)(sync), C.int(name))
+}
+
+// CMutex returns a mutex implemented in C, reset.
+func CMutex() unsafe.Pointer { return unsafe.Pointer(C.ctest_c_mutex()) }
+
+// Misuse adds to root the C steps of a misuse scenario (see misuse.c),
+// with gap C steps between saving a handle and misusing it.
+func Misuse(root unsafe.Pointer, scenario, gap int) {
+	C.ctest_misuse(bsi(root), C.int(scenario), C.int(gap))
+}
+func MisuseOutside(root unsafe.Pointer, scenario int) {
+	C.ctest_misuse_outside(bsi(root), C.int(scenario))
+}
+
+func Emit(root unsafe.Pointer, which int)     { C.ctest_emit(bsi(root), C.int(which)) }
+func CheckArgs(root unsafe.Pointer)           { C.ctest_check_args(bsi(root)) }
+func Forward(root unsafe.Pointer)             { C.ctest_forward(bsi(root)) }
+func Cleanups() int                           { return int(C.ctest_cleanups()) }
+func ResetCleanups()                          { C.ctest_cleanups_reset() }
+func Features(root unsafe.Pointer, which int) { C.ctest_features(bsi(root), C.int(which)) }
+func Counter(i int) int                       { return int(C.ctest_counter(C.int(i))) }
+func ResetCounters()                          { C.ctest_counters_reset() }
+func FreeNew()                                { C.ctest_free_new() }
+func ForeignThread(root unsafe.Pointer)       { C.ctest_foreign_thread(bsi(root)) }
+func AddNop(p unsafe.Pointer)                 { C.ctest_add_nop(bsi(p)) }
+func AddNopSuccess(p unsafe.Pointer)          { C.ctest_add_nop_success(bsi(p)) }
+
+// AddBreak adds a C step that breaks the loop labelled label ("": the
+// innermost).
+func AddBreak(p unsafe.Pointer, label string) {
+	var cl *C.char
+	if label != "" {
+		cl = C.CString(label) // kept for the life of the test binary
+	}
+	C.ctest_add_break(bsi(p), cl)
+}
+
+// AddFail adds a C step that fails with code; with recover, its C error
+// handler settles the error with the string "recovered in C".
+func AddFail(p unsafe.Pointer, code string, recover bool) {
+	r := 0
+	if recover {
+		r = 1
+	}
+	C.ctest_add_fail(bsi(p), C.CString(code), C.int(r)) // kept for the life of the test binary
+}
+
+// IsValid calls isValid through p's own table.
+func IsValid(p unsafe.Pointer) bool { return C.ctest_is_valid(bsi(p)) != 0 }
+
+// Foreign returns a FutoInAsyncSteps of another implementation.
+func Foreign() unsafe.Pointer { return unsafe.Pointer(C.ctest_foreign()) }
+
+// AddNops adds n C steps that do nothing.
+func AddNops(p unsafe.Pointer, n int) { C.ctest_add_nops(bsi(p), C.int(n)) }
+
+// String copies n bytes of C memory at p, an address C handed out.
+func String(p uintptr, n uint32) string {
+	return C.GoStringN((*C.char)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), C.int(n))
+}
+
+// ExecuteWithHandler executes root from C with a handler of unhandled
+// errors that prints "unhandled: <code>".
+func ExecuteWithHandler(root unsafe.Pointer) { C.ctest_execute_with_handler(bsi(root)) }

@@ -1,0 +1,57 @@
+/* C side of the tests of package ffi: FTN12 examples and misuse written
+ * against futoin/binaryapi.h only, as any C library would be. */
+#ifndef STEPVM_CTEST_H
+#define STEPVM_CTEST_H
+
+#include "futoin/binaryapi.h"
+
+/* trace.c: the lines the examples print. */
+void ctest_say(const char* s);
+void ctest_sayf(const char* fmt, ...);
+const char* ctest_trace(void);
+void ctest_trace_reset(void);
+
+/* layout.c */
+const char* ctest_layout(void);
+int ctest_table_complete(FutoInAsyncSteps* bsi);
+
+/* examples.c */
+void ctest_levels(FutoInAsyncSteps* root);
+void ctest_error_handling(FutoInAsyncSteps* root);
+void ctest_steps_in_error_handler(FutoInAsyncSteps* root);
+void ctest_parallel(FutoInAsyncSteps* root);
+void ctest_parallel_abort(FutoInAsyncSteps* root);
+void ctest_loops(FutoInAsyncSteps* root);
+void ctest_external_wait(FutoInAsyncSteps* root);
+void ctest_sync_flow(FutoInAsyncSteps* root, FutoInSync* sync, int name);
+FutoInSync* ctest_c_mutex(void);
+void ctest_mixed_level1(FutoInAsyncSteps* bsi);
+void ctest_add_say(FutoInAsyncSteps* bsi, const char* line);
+void ctest_add_break(FutoInAsyncSteps* bsi, const char* label);
+void ctest_add_fail(FutoInAsyncSteps* bsi, const char* code, int recover);
+int ctest_is_valid(FutoInAsyncSteps* bsi);
+FutoInAsyncSteps* ctest_foreign(void);
+void ctest_execute_with_handler(FutoInAsyncSteps* root);
+
+/* misuse.c */
+void ctest_misuse(FutoInAsyncSteps* root, int scenario, int gap);
+void ctest_misuse_outside(FutoInAsyncSteps* root, int scenario);
+
+/* values.c */
+void ctest_emit(FutoInAsyncSteps* root, int which);
+void ctest_check_args(FutoInAsyncSteps* root);
+void ctest_forward(FutoInAsyncSteps* root);
+int ctest_cleanups(void);
+void ctest_cleanups_reset(void);
+void ctest_features(FutoInAsyncSteps* root, int which);
+int ctest_counter(int i);
+void ctest_counters_reset(void);
+void ctest_foreign_thread(FutoInAsyncSteps* root);
+void ctest_free_new(void);
+
+/* bench.c */
+void ctest_add_nop(FutoInAsyncSteps* bsi);
+void ctest_add_nop_success(FutoInAsyncSteps* bsi);
+void ctest_add_nops(FutoInAsyncSteps* bsi, int n);
+
+#endif

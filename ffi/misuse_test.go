@@ -1,0 +1,143 @@
+//go:build cgo
+
+package ffi_test
+
+import (
+	"unsafe"
+
+	"testing"
+
+	"github.com/stepvm/stepvm/ffi"
+	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Bad input from C fails the C step's flow with InternalError and a
+// descriptive ErrorInfo, as the same misuse from Go does, and leaves the
+// other flows of the loop alone.
+func TestMisuseFromCStep(t *testing.T) {
+	const gone = " through a FutoInAsyncSteps whose step or root has ended"
+	for _, tc := range []struct {
+		scenario   int
+		name       string
+		code, info string
+	}{
+		{1, "NULL bsi", vm.InternalError, "add with a NULL FutoInAsyncSteps"},
+		{2, "NULL step function", vm.InternalError, "add with a NULL step function"},
+		{3, "unknown type tag", vm.InternalError, "success: argument 0: unknown type tag 0x3f"},
+		{4, "length beyond the data", vm.InternalError, "success: argument 1: string length 10 is beyond its data (a NUL at 3)"},
+		{5, "handle of a finished step", vm.InternalError, "success" + gone},
+		{6, "freed root", vm.InternalError, "add" + gone},
+		{7, "success after add", vm.InternalError, "Success after sub-steps were added: the step completes when they do"},
+		{8, "calls after handle_error", "First", "the first error"},
+		{9, "foreign FutoInAsyncSteps", vm.InternalError, "add with a FutoInAsyncSteps that is not stepvm's"},
+		{10, "NULL loop body", vm.InternalError, "loop with a NULL body"},
+		{11, "break outside of a loop", vm.InternalError, "Break outside of a loop"},
+		{12, "accessor of a finished step", vm.InternalError, "add" + gone},
+		{13, "NULL array", vm.InternalError, "success: argument 0: NULL array of length 5"},
+		{14, "array of strings", vm.InternalError, "success: argument 0: unknown type tag 0x12 (arrays of base type 2 are not supported)"},
+		{15, "NULL cancel handler", vm.InternalError, "setCancel with a NULL cancel handler"},
+		{16, "NULL error code", vm.InternalError, "handle_error with a NULL code"},
+		{17, "success twice", vm.InternalError, "success" + gone},
+		{18, "execute on a step", vm.InternalError, "Execute on a handle that is not a live root"},
+		{19, "addSync without a FutoInSync", vm.InternalError, "addSync with a NULL FutoInSync"},
+		{20, "NULL allocate", vm.InternalError, "stateVariable v with a NULL allocate function"},
+		{21, "NULL scheduled callback", vm.InternalError, "sched_immediate or sched_deferred with a NULL callback"},
+		{22, "NULL repeat body", vm.InternalError, "repeat with a NULL body"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctest.ResetTrace()
+			l, _ := newLoop()
+			healthy := l.NewSteps()
+			healthy.Repeat(3, func(as vm.AsyncSteps, i int) { ctest.AddSay(ffi.Binary(as), "healthy") })
+			hf := healthy.Promise()
+
+			root := l.NewSteps()
+			ctest.Misuse(ffi.Binary(root), tc.scenario, 0)
+			root.Add(say("after the misuse"))
+			f := root.Promise()
+			l.RunUntilIdle()
+
+			expectError(t, f, tc.code, tc.info)
+			if _, err := result(t, hf); err != nil {
+				t.Fatalf("the healthy flow failed: %v", err)
+			}
+			expectLines(t, "trace", takeTrace(), "healthy", "healthy", "healthy")
+			root.Release()
+			healthy.Release()
+		})
+	}
+}
+
+// A record stays detectably stale while hundreds of other records are
+// released and reused after it.
+func TestStaleRecordAfterReuse(t *testing.T) {
+	l, _ := newLoop()
+	for range 3 { // fill the loop's quarantine
+		root := l.NewSteps()
+		ctest.AddNops(ffi.Binary(root), 300)
+		root.Execute()
+		l.RunUntilIdle()
+		root.Release()
+	}
+	root := l.NewSteps()
+	ctest.Misuse(ffi.Binary(root), 5, 400)
+	f := root.Promise()
+	l.RunUntilIdle()
+	expectError(t, f, vm.InternalError, "success through a FutoInAsyncSteps whose step or root has ended")
+}
+
+// Misuse from C code that Go calls directly, outside any step, has no flow
+// to fail: like misuse of an idle root from Go, it is ignored, and the root
+// stays usable.
+func TestMisuseOutsideSteps(t *testing.T) {
+	for scenario := 1; scenario <= 5; scenario++ {
+		ctest.ResetTrace()
+		l, _ := newLoop()
+		root := l.NewSteps()
+		ctest.MisuseOutside(ffi.Binary(root), scenario)
+		root.Add(say("still fine"))
+		f := root.Promise()
+		l.RunUntilIdle()
+		if _, err := result(t, f); err != nil {
+			t.Fatalf("scenario %d: %v", scenario, err)
+		}
+		expectLines(t, "trace", takeTrace(), "still fine")
+	}
+}
+
+// A record outlives what it names as a record: calls through it are
+// detected, never acted on.
+func TestRecordExpiry(t *testing.T) {
+	l, _ := newLoop()
+	root := l.NewSteps()
+	var step unsafe.Pointer
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		step = ffi.Binary(as)
+		if !ctest.IsValid(step) || ffi.Wrap(step) != as {
+			t.Error("a running step's record is not valid")
+		}
+	})
+	p := ffi.Binary(root)
+	if ffi.Binary(root) != p {
+		t.Error("a root has two records")
+	}
+	root.Execute()
+	l.RunUntilIdle()
+	if ctest.IsValid(step) || ffi.Wrap(step).Valid() {
+		t.Error("the record of a finished step is still valid")
+	}
+	if !ctest.IsValid(p) || ffi.Wrap(p) != root {
+		t.Error("the root's record is not valid")
+	}
+	root.Release()
+	if ctest.IsValid(p) {
+		t.Error("the record of a released root is still valid")
+	}
+	if ffi.Binary(root) != nil || ffi.Binary(vm.AsyncSteps{}) != nil {
+		t.Error("Binary of an invalid handle is not nil")
+	}
+	if ffi.Wrap(nil).Valid() || ffi.Wrap(ctest.Foreign()).Valid() {
+		t.Error("Wrap of nil or of a foreign FutoInAsyncSteps is valid")
+	}
+}

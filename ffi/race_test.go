@@ -1,0 +1,5 @@
+//go:build cgo && race
+
+package ffi_test
+
+const raceEnabled = true

@@ -1,0 +1,94 @@
+package ffi
+
+/*
+#include "ffi.h"
+*/
+import "C"
+
+import (
+	"time"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// task is a C callback scheduled with sched_immediate or sched_deferred.
+// Tasks are pooled per loop, each with its callback bound once, so that
+// scheduling costs no allocation. A FutoInHandle names a task by loop id
+// (data1), index and generation (data3).
+type task struct {
+	ls   *loopState
+	idx  uint32
+	gen  uint32
+	live bool
+	h    vm.Handle
+	cb   C.stepvm_cb_fn
+	data C.uintptr_t
+	run  func()
+}
+
+func (ls *loopState) schedule(deferred bool, d time.Duration, cb C.stepvm_cb_fn, data C.uintptr_t) C.FutoInHandle {
+	var t *task
+	if k := len(ls.freeTasks); k > 0 {
+		t = ls.tasks[ls.freeTasks[k-1]]
+		ls.freeTasks = ls.freeTasks[:k-1]
+	} else {
+		t = &task{ls: ls, idx: uint32(len(ls.tasks))}
+		t.run = t.fire
+		ls.tasks = append(ls.tasks, t)
+	}
+	t.live, t.cb, t.data = true, cb, data
+	if deferred {
+		t.h = ls.l.Deferred(d, t.run)
+	} else {
+		t.h = ls.l.Immediate(t.run)
+	}
+	var h C.FutoInHandle
+	*(*uintptr)(unsafe.Pointer(&h.data1)) = uintptr(ls.id)
+	h.data3 = C.ptrdiff_t(uint64(t.idx)<<32 | uint64(t.gen))
+	return h
+}
+
+// fire runs the task's callback; the task is free again before it runs,
+// as the loop's own callbacks are.
+func (t *task) fire() {
+	ls, cb, data := t.ls, t.cb, t.data
+	ls.freeTask(t)
+	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	C.stepvm_call_cb(cb, data, ls.id)
+	ls.settle(s)
+}
+
+func (ls *loopState) freeTask(t *task) {
+	t.live, t.cb, t.data, t.h = false, nil, 0, vm.Handle{}
+	t.gen++
+	ls.freeTasks = append(ls.freeTasks, t.idx)
+}
+
+// task returns the live task h names, or nil.
+func (ls *loopState) task(h *C.FutoInHandle) *task {
+	if *(*uintptr)(unsafe.Pointer(&h.data1)) != uintptr(ls.id) {
+		return nil
+	}
+	idx, gen := uint32(uint64(h.data3)>>32), uint32(h.data3)
+	if int(idx) >= len(ls.tasks) {
+		return nil
+	}
+	if t := ls.tasks[idx]; t.live && t.gen == gen {
+		return t
+	}
+	return nil
+}
+
+func (ls *loopState) cancelTask(h *C.FutoInHandle) {
+	if t := ls.task(h); t != nil {
+		ls.l.Cancel(t.h)
+		ls.freeTask(t)
+	}
+	*h = C.FutoInHandle{}
+}
+
+func (ls *loopState) taskValid(h *C.FutoInHandle) bool {
+	t := ls.task(h)
+	return t != nil && ls.l.IsValid(t.h)
+}

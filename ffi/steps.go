@@ -1,0 +1,122 @@
+package ffi
+
+/*
+#include "ffi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Go functions that run C code as steps. Each binds a record to the frame
+// it runs in, calls C through a shim that tells callbacks which loop they
+// run for, and, once C returns, raises what the C code raised meanwhile.
+
+// execStep is the step function of every C step: AddNative keeps the C
+// function and its data in the step's operands, so adding a C step costs no
+// Go allocation.
+func execStep(as vm.AsyncSteps, args vm.Args) {
+	w := vm.TakeNativeWords(as)
+	if w.A == 0 {
+		panic(&vm.Error{Code: vm.InternalError, Info: "C step without a function"})
+	}
+	runStep(as, args, *(*C.FutoInAsyncSteps_execute_callback)(unsafe.Pointer(&w.A)), C.uintptr_t(w.B))
+}
+
+// syncStep returns the Go step running the C step f inside a sync.
+func syncStep(f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) vm.ExecFunc {
+	return func(as vm.AsyncSteps, args vm.Args) { runStep(as, args, f, data) }
+}
+
+// runStep calls the C step f for the frame as with args.
+func runStep(as vm.AsyncSteps, args vm.Args, f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) {
+	ls := loopOf(as.Tool())
+	bsi := bindFrame(ls, as)
+	ca := cArgs(as, args)
+	s := ls.enter(as, args)
+	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
+	ls.settleStep(s)
+}
+
+// settleStep ends a C step's call: the custom objects lent to it that it
+// did not pass on are released (it could not keep them: FutoInArgs is
+// const), then what it raised is raised.
+func (ls *loopState) settleStep(s callSave) {
+	lent := ls.lent
+	p, fwd := ls.leave(s)
+	for i := range lent.Len() {
+		if v := lent.Get(i); v.Kind() == vm.KindAny && fwd&(1<<i) == 0 {
+			if o, ok := v.Any().(*Object); ok {
+				o.Release()
+			}
+		}
+	}
+	if p != nil {
+		panic(p)
+	}
+}
+
+// errorHandler returns the Go error handler running the C handler eh.
+func errorHandler(eh C.FutoInAsyncSteps_error_callback, data C.uintptr_t) vm.ErrorFunc {
+	return func(as vm.AsyncSteps, code string) {
+		ls := loopOf(as.Tool())
+		bsi := bindFrame(ls, as)
+		ccode := frameString(as, code)
+		s := ls.enter(as, vm.Args{})
+		C.stepvm_call_error(eh, bsi, data, ccode, ls.id)
+		ls.settle(s)
+	}
+}
+
+// loopBody returns the Go loop body running the C body f.
+func loopBody(f C.stepvm_loop_fn, data C.uintptr_t) func(vm.AsyncSteps) {
+	return func(as vm.AsyncSteps) {
+		ls := loopOf(as.Tool())
+		bsi := bindFrame(ls, as)
+		s := ls.enter(as, vm.Args{})
+		C.stepvm_call_loop(f, bsi, data, ls.id)
+		ls.settle(s)
+	}
+}
+
+// repeatBody returns the Go repeat body running the C body f.
+func repeatBody(f C.stepvm_repeat_fn, data C.uintptr_t) func(vm.AsyncSteps, int) {
+	return func(as vm.AsyncSteps, i int) {
+		ls := loopOf(as.Tool())
+		bsi := bindFrame(ls, as)
+		s := ls.enter(as, vm.Args{})
+		C.stepvm_call_repeat(f, bsi, data, C.size_t(i), ls.id)
+		ls.settle(s)
+	}
+}
+
+// cancelHandler returns the Go cancel handler running the C handler ch. It
+// passes ch the record setCancel was called through while that is valid,
+// as it is while the frame lives.
+func cancelHandler(ch C.FutoInAsyncSteps_cancel_callback, data C.uintptr_t, e *entry) vm.CancelFunc {
+	rec, gen := e.bsi(), e.gen.Load()
+	return func(as vm.AsyncSteps) {
+		ls := loopOf(as.Tool())
+		bsi := rec
+		if r, _ := lookup(rec); r == nil || r.gen.Load() != gen {
+			bsi = bindFrame(ls, as)
+		}
+		s := ls.enter(as, vm.Args{})
+		C.stepvm_call_cancel(ch, bsi, data, ls.id)
+		ls.settle(s)
+	}
+}
+
+// frameString returns s as a NUL-terminated C string in the frame's
+// arena memory.
+func frameString(as vm.AsyncSteps, s string) *C.char {
+	p := vm.FrameAlloc(as, len(s)+1, nil)
+	if p == nil {
+		return nil
+	}
+	copy(unsafe.Slice((*byte)(p), len(s)), s)
+	return (*C.char)(p)
+}

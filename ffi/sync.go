@@ -1,0 +1,185 @@
+package ffi
+
+/*
+#include "ffi.h"
+*/
+import "C"
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/arena"
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Synchronization across the binary interface (FTN12 2.7.3), both ways: a
+// FutoInSync implemented in C guards stepvm flows through addSync, and the
+// Go primitives (vm.Mutex, vm.Throttle, vm.Limiter, any vm.ISync) are
+// handed to C as a FutoInSync for addSync.
+
+// Sync returns a FutoInSync* naming s, for C code to pass to addSync. The
+// record lives in off-heap memory until ReleaseSync. Its lock and unlock
+// functions, meant for foreign AsyncSteps implementations, are not
+// supported: the VM's primitives admit flows only through Sync, and a call
+// to them fails the calling step with InternalError.
+func Sync(s vm.ISync) unsafe.Pointer {
+	if s == nil {
+		return nil
+	}
+	syncs.mu.Lock()
+	defer syncs.mu.Unlock()
+	var i uint32
+	if syncs.free.n > 0 {
+		i = syncs.free.pop()
+	} else {
+		if !syncs.init {
+			syncs.mem.Init(nil)
+			syncs.list = append(syncs.list, syncEntry{}) // index 0 stays unused
+			syncs.init = true
+		}
+		i = uint32(len(syncs.list))
+		rec := (*C.stepvm_sync)(syncs.mem.Alloc(C.sizeof_stepvm_sync))
+		rec.base.api = &C.stepvm_sync_api
+		rec.idx = C.uint32_t(i)
+		syncs.list = append(syncs.list, syncEntry{rec: rec, gen: 1})
+	}
+	se := &syncs.list[i]
+	se.s = s
+	se.rec.gen = C.uint32_t(se.gen)
+	return unsafe.Pointer(se.rec)
+}
+
+// WrapSync returns the primitive a FutoInSync* names, for Go flows to sync
+// on: the Go primitive of a record Sync returned, or an adapter of a
+// FutoInSync implemented in C. It returns nil for nil, for an expired
+// record, and for a FutoInSync whose lock or unlock is NULL.
+func WrapSync(p unsafe.Pointer) vm.ISync {
+	if p == nil || (*C.FutoInSync)(p).api == nil {
+		return nil
+	}
+	s, _ := syncObject((*C.FutoInSync)(p))
+	return s
+}
+
+// ReleaseSync ends the record Sync returned; later uses of it from C are
+// misuse. Releasing nil or an expired record does nothing.
+func ReleaseSync(p unsafe.Pointer) {
+	syncs.mu.Lock()
+	defer syncs.mu.Unlock()
+	if se := syncAt((*C.FutoInSync)(p)); se != nil {
+		se.s = nil
+		se.gen++
+		syncs.free.push(uint32(se.rec.idx))
+	}
+}
+
+type syncEntry struct {
+	rec *C.stepvm_sync
+	gen uint32
+	s   vm.ISync
+}
+
+var syncs struct {
+	mu   sync.Mutex
+	list []syncEntry
+	free ring
+	mem  arena.Arena
+	init bool
+}
+
+// syncAt returns the live entry of a stepvm FutoInSync. syncs.mu is held.
+func syncAt(p *C.FutoInSync) *syncEntry {
+	if p == nil || p.api != &C.stepvm_sync_api {
+		return nil
+	}
+	rec := (*C.stepvm_sync)(unsafe.Pointer(p))
+	i := int(rec.idx)
+	if i <= 0 || i >= len(syncs.list) {
+		return nil
+	}
+	if se := &syncs.list[i]; se.rec == rec && se.gen == uint32(rec.gen) && se.s != nil {
+		return se
+	}
+	return nil
+}
+
+// syncObject returns the primitive a FutoInSync names: a Go one Sync
+// handed out, or an adapter of one implemented in C.
+func syncObject(p *C.FutoInSync) (vm.ISync, string) {
+	if p.api == &C.stepvm_sync_api {
+		syncs.mu.Lock()
+		defer syncs.mu.Unlock()
+		if se := syncAt(p); se != nil {
+			return se.s, ""
+		}
+		return nil, " with a FutoInSync that has been released"
+	}
+	if lockOf(p) == nil || unlockOf(p) == nil {
+		return nil, " with a FutoInSync whose lock or unlock is NULL"
+	}
+	return cSync{p}, ""
+}
+
+// cSync runs sections of stepvm flows under a FutoInSync implemented in C,
+// with the protocol of the reference implementation: lock is called from a
+// step of the flow and either returns (entered), makes the step wait and
+// completes it later (queued), or raises an error (refused); unlock is
+// called once the section ends, however it ends, and also when a flow
+// leaves while queued, which the primitive must accept.
+type cSync struct{ p *C.FutoInSync }
+
+func (cs cSync) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {
+	as.Add(func(as vm.AsyncSteps, args vm.Args) {
+		vals := args.Values()
+		held := false
+		unlock := func(as vm.AsyncSteps) {
+			if held {
+				held = false
+				cs.call(as, unlockOf(cs.p))
+			}
+		}
+		as.SetCancel(unlock) // runs when the section is left by error, Break or cancel
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			held = true
+			cs.call(as, lockOf(cs.p))
+		})
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vals...) })
+		as.Add(fn, onError)
+		as.Add(func(as vm.AsyncSteps, args vm.Args) {
+			unlock(as)
+			as.Success(args.Values()...)
+		})
+	})
+}
+
+// lockOf and unlockOf read the FutoInSyncAPI entries, which cgo cannot name
+// in their anonymous union.
+func lockOf(p *C.FutoInSync) C.stepvm_sync_fn {
+	return C.stepvm_sync_fn((*[2]unsafe.Pointer)(unsafe.Pointer(p.api))[0])
+}
+
+func unlockOf(p *C.FutoInSync) C.stepvm_sync_fn {
+	return C.stepvm_sync_fn((*[2]unsafe.Pointer)(unsafe.Pointer(p.api))[1])
+}
+
+// call runs lock or unlock for the frame as.
+func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) {
+	ls := loopOf(as.Tool())
+	bsi := bindFrame(ls, as)
+	s := ls.enter(as, vm.Args{})
+	C.stepvm_call_sync(f, bsi, cs.p, ls.id)
+	ls.settle(s)
+}
+
+//export stepvmSyncLock
+func stepvmSyncLock(bsi *C.FutoInAsyncSteps, p *C.FutoInSync, cur C.uint32_t) {
+	c := callback{loopByID(cur)}
+	c.misuse("lock of a stepvm synchronization primitive: they admit flows through addSync only")
+}
+
+//export stepvmSyncUnlock
+func stepvmSyncUnlock(bsi *C.FutoInAsyncSteps, p *C.FutoInSync, cur C.uint32_t) {
+	c := callback{loopByID(cur)}
+	c.misuse("unlock of a stepvm synchronization primitive: they admit flows through addSync only")
+}

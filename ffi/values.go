@@ -1,0 +1,374 @@
+package ffi
+
+/*
+#include "ffi.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// Object is a custom object (FTN_TYPE_CUSTOM_OBJECT) that C code passed to
+// success; Go steps receive it as vm.Any(*Object) and may pass it on. Its
+// cleanup runs exactly once: when Release is called, when a C step it was
+// lent to returns without passing it on, or, for an Object dropped without
+// either, once the garbage collector finds it unreachable (on the loop's
+// goroutine while the loop runs).
+type Object struct{ st *objState }
+
+type objState struct {
+	typ    *C.FutoInType
+	u      uint64
+	custom uintptr
+	length uint32
+	ls     *loopState
+	done   atomic.Bool
+}
+
+func newObject(ls *loopState, b *binval) *Object {
+	st := &objState{typ: b.typ, u: b.u, custom: b.custom, length: b.length, ls: ls}
+	o := &Object{st}
+	runtime.AddCleanup(o, orphaned, st)
+	return o
+}
+
+// Pointer returns the object's p field. Like Data, it is an integer: C
+// code may store anything there, and Go must not hold a value that is not a
+// valid pointer in a pointer type.
+func (o *Object) Pointer() uintptr { return uintptr(o.st.u) }
+
+// Data returns the object's custom_data field.
+func (o *Object) Data() uintptr { return o.st.custom }
+
+// Len returns the object's length field.
+func (o *Object) Len() uint32 { return o.st.length }
+
+// Release runs the object's cleanup, unless it has already run. Call it on
+// the loop's goroutine.
+func (o *Object) Release() { o.st.release() }
+
+func (st *objState) release() {
+	if !st.done.CompareAndSwap(false, true) || st.typ.cleanup == nil {
+		return
+	}
+	ls := st.ls
+	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	C.stepvm_cleanup_value(st.typ, C.uint64_t(st.u), C.uintptr_t(st.custom), C.uint32_t(st.length), ls.id)
+	ls.leave(s) // a cleanup has no flow to fail
+}
+
+// orphaned releases an object the program dropped.
+func orphaned(st *objState) {
+	if st.done.Load() {
+		return
+	}
+	if !st.ls.l.Post(st.release) {
+		st.release() // the loop is closed: nothing else runs its callbacks
+	}
+}
+
+// cArgs returns the values of args as a FutoInArgs in the arena memory of
+// as's frame, valid while the frame lives.
+func cArgs(as vm.AsyncSteps, args vm.Args) *C.FutoInArgs {
+	n := args.Len()
+	if n == 0 {
+		return &C.stepvm_no_args
+	}
+	size := C.sizeof_FutoInArgs
+	for i := range n {
+		if k := args.Get(i).Kind(); k == vm.KindString || k == vm.KindBytes {
+			size += len(args.Get(i).Bytes()) + 1
+		}
+	}
+	p := vm.FrameAlloc(as, size, nil)
+	if p == nil {
+		return &C.stepvm_no_args
+	}
+	a := (*cargs)(p)
+	extra := unsafe.Add(p, C.sizeof_FutoInArgs)
+	for i := range n {
+		v, b := args.Get(i), &a[i]
+		u := unsafe.Pointer(&b.u)
+		switch v.Kind() {
+		case vm.KindInt:
+			b.typ = &C.stepvm_base_types[C.FTN_TYPE_INT64]
+			*(*int64)(u) = v.Int()
+		case vm.KindUint:
+			b.typ = &C.stepvm_base_types[C.FTN_TYPE_UINT64]
+			*(*uint64)(u) = v.Uint()
+		case vm.KindFloat:
+			b.typ = &C.stepvm_base_types[C.FTN_TYPE_DOUBLE]
+			*(*float64)(u) = v.Float()
+		case vm.KindBool:
+			b.typ = &C.stepvm_base_types[C.FTN_TYPE_BOOL]
+			*(*bool)(u) = v.Bool()
+		case vm.KindString, vm.KindBytes:
+			b.typ = &C.stepvm_base_types[C.FTN_TYPE_STRING]
+			if v.Kind() == vm.KindBytes {
+				b.typ = &C.stepvm_bytes_type
+			}
+			data := v.Bytes()
+			copy(unsafe.Slice((*byte)(extra), len(data)), data)
+			*(*unsafe.Pointer)(u) = extra
+			b.length = uint32(len(data))
+			extra = unsafe.Add(extra, len(data)+1) // FrameAlloc zeroed the NUL
+		case vm.KindAny:
+			if o, ok := v.Any().(*Object); ok {
+				b.typ, b.u, b.custom, b.length = o.st.typ, o.st.u, o.st.custom, o.st.length
+				break
+			}
+			// A Go value is opaque to C, which may only pass it on: the
+			// index tells success which lent value it is.
+			b.typ = &C.stepvm_go_value_type
+			b.custom = uintptr(i + 1)
+		}
+	}
+	return (*C.FutoInArgs)(p)
+}
+
+// What success does with a value it took.
+const (
+	dispCopied = iota // copied into Go: run its cleanup
+	dispOwned         // a new Object owns it
+	dispLent          // a value stepvm lent to the C step, passed back
+	dispBad           // unusable: left alone
+)
+
+// maxBytes bounds the arrays success accepts: a length beyond it is taken
+// for garbage rather than read.
+const maxBytes = 1 << 30
+
+// fromC takes the values of a C success into vals, through ls, the loop
+// whose C call lent values (if any): it converts them, runs the cleanup of
+// those it copied, and empties args, which now belong to stepvm. It returns
+// the number of values, or why they are unusable.
+func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, string) {
+	if args == nil {
+		return 0, ""
+	}
+	a := argsOf(args)
+	n := 0
+	for i := range a {
+		if a[i].typ != nil {
+			n = i + 1
+		}
+	}
+	var disp [vm.MaxArgs]int
+	var bad string
+	for i := range n {
+		if a[i].typ == nil {
+			continue
+		}
+		if vals[i], disp[i], bad = ls.value(&a[i]); bad != "" {
+			bad = fmt.Sprintf("argument %d: %s", i, bad)
+			break
+		}
+	}
+	for i := range a {
+		b := &a[i]
+		switch {
+		case b.typ == nil:
+		case disp[i] == dispCopied:
+			C.stepvm_cleanup_arg((*C.FutoInBinaryValue)(unsafe.Pointer(b)), ls.id)
+		case disp[i] == dispOwned && bad != "":
+			vals[i].Any().(*Object).Release()
+		}
+		*b = binval{}
+	}
+	if bad != "" {
+		*vals = [vm.MaxArgs]vm.Value{}
+		return 0, bad
+	}
+	return n, ""
+}
+
+// value converts one C value.
+func (ls *loopState) value(b *binval) (vm.Value, int, string) {
+	flags := uint8(b.typ.flags)
+	u := unsafe.Pointer(&b.u)
+	if flags&C.FTN_COMPLEX_TYPE_MASK == C.FTN_TYPE_ARRAY {
+		return array(flags&C.FTN_BASE_TYPE_MASK, &b.u, b.length)
+	}
+	switch flags {
+	case C.FTN_TYPE_CUSTOM_OBJECT:
+		return ls.object(b)
+	case C.FTN_TYPE_STRING:
+		s, bad := cString(&b.u, b.length, 1)
+		return vm.Str(s), dispCopied, bad
+	case C.FTN_TYPE_STRING16:
+		s, bad := cString(&b.u, b.length, 2)
+		return vm.Str(s), dispCopied, bad
+	case C.FTN_TYPE_STRING32:
+		s, bad := cString(&b.u, b.length, 4)
+		return vm.Str(s), dispCopied, bad
+	case C.FTN_TYPE_BOOL:
+		return vm.Bool(*(*bool)(u)), dispCopied, ""
+	case C.FTN_TYPE_INT8:
+		return vm.Int(int64(*(*int8)(u))), dispCopied, ""
+	case C.FTN_TYPE_INT16:
+		return vm.Int(int64(*(*int16)(u))), dispCopied, ""
+	case C.FTN_TYPE_INT32:
+		return vm.Int(int64(*(*int32)(u))), dispCopied, ""
+	case C.FTN_TYPE_INT64:
+		return vm.Int(*(*int64)(u)), dispCopied, ""
+	case C.FTN_TYPE_UINT8:
+		return vm.Uint(uint64(*(*uint8)(u))), dispCopied, ""
+	case C.FTN_TYPE_UINT16:
+		return vm.Uint(uint64(*(*uint16)(u))), dispCopied, ""
+	case C.FTN_TYPE_UINT32:
+		return vm.Uint(uint64(*(*uint32)(u))), dispCopied, ""
+	case C.FTN_TYPE_UINT64:
+		return vm.Uint(*(*uint64)(u)), dispCopied, ""
+	case C.FTN_TYPE_FLOAT:
+		return vm.Float(float64(*(*float32)(u))), dispCopied, ""
+	case C.FTN_TYPE_DOUBLE:
+		return vm.Float(*(*float64)(u)), dispCopied, ""
+	}
+	return vm.Value{}, dispBad, fmt.Sprintf("unknown type tag 0x%02x", flags)
+}
+
+// object converts a custom object: one stepvm lent to the running C step
+// comes back as it was; any other becomes an Object.
+func (ls *loopState) object(b *binval) (vm.Value, int, string) {
+	if b.typ == &C.stepvm_go_value_type {
+		k := int(b.custom) - 1
+		if k < 0 || k >= ls.lent.Len() || ls.lent.Get(k).Kind() != vm.KindAny {
+			return vm.Value{}, dispBad, "a Go value can only be passed on by the C step it was passed to, during that call"
+		}
+		ls.forwarded |= 1 << k
+		return ls.lent.Get(k), dispLent, ""
+	}
+	for k := range ls.lent.Len() {
+		v := ls.lent.Get(k)
+		if v.Kind() != vm.KindAny {
+			continue
+		}
+		if o, ok := v.Any().(*Object); ok && o.st.typ == b.typ && o.st.u == b.u && o.st.custom == b.custom {
+			ls.forwarded |= 1 << k
+			return v, dispLent, ""
+		}
+	}
+	return vm.Any(newObject(ls, b)), dispOwned, ""
+}
+
+// pointerAt returns the pointer the union u holds, or why it is not one.
+// Addresses in the first page are integers, not data: holding one in an
+// unsafe.Pointer would fail the runtime's stack checks.
+func pointerAt(u *uint64, length uint32, what string) (unsafe.Pointer, string) {
+	switch {
+	case *u == 0 && length != 0:
+		return nil, fmt.Sprintf("NULL %s of length %d", what, length)
+	case *u != 0 && *u < 4096:
+		return nil, fmt.Sprintf("%s at address %#x, which is not a pointer", what, *u)
+	}
+	return *(*unsafe.Pointer)(unsafe.Pointer(u)), ""
+}
+
+// cString copies a string of width-byte code units. A length of 0 means
+// NUL-terminated; a NUL before length means length runs past the data.
+func cString(u *uint64, length uint32, width int) (string, string) {
+	p, bad := pointerAt(u, length, "string")
+	if p == nil {
+		return "", bad
+	}
+	n := 0
+	limit := int(length)
+	if limit == 0 {
+		limit = maxBytes / width
+	} else if limit > maxBytes/width {
+		return "", fmt.Sprintf("string length %d is beyond any plausible data", length)
+	}
+	for n < limit && unit(p, n, width) != 0 {
+		n++
+	}
+	if length != 0 && n < limit {
+		return "", fmt.Sprintf("string length %d is beyond its data (a NUL at %d)", length, n)
+	}
+	switch width {
+	case 1:
+		return C.GoStringN((*C.char)(p), C.int(n)), ""
+	case 2:
+		return string(utf16.Decode(unsafe.Slice((*uint16)(p), n))), ""
+	}
+	var sb strings.Builder
+	for _, r := range unsafe.Slice((*rune)(p), n) {
+		if !utf8.ValidRune(r) {
+			r = utf8.RuneError
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String(), ""
+}
+
+func unit(p unsafe.Pointer, i, width int) uint32 {
+	switch width {
+	case 1:
+		return uint32(*(*uint8)(unsafe.Add(p, i)))
+	case 2:
+		return uint32(*(*uint16)(unsafe.Add(p, 2*i)))
+	}
+	return *(*uint32)(unsafe.Add(p, 4*i))
+}
+
+// array copies an array of base type base: UINT8 arrays become Bytes, the
+// others Any of a Go slice.
+func array(base uint8, u *uint64, length uint32) (vm.Value, int, string) {
+	var size int
+	switch base {
+	case C.FTN_TYPE_BOOL, C.FTN_TYPE_INT8, C.FTN_TYPE_UINT8:
+		size = 1
+	case C.FTN_TYPE_INT16, C.FTN_TYPE_UINT16:
+		size = 2
+	case C.FTN_TYPE_INT32, C.FTN_TYPE_UINT32, C.FTN_TYPE_FLOAT:
+		size = 4
+	case C.FTN_TYPE_INT64, C.FTN_TYPE_UINT64, C.FTN_TYPE_DOUBLE:
+		size = 8
+	}
+	switch {
+	case size == 0:
+		return vm.Value{}, dispBad, fmt.Sprintf("unknown type tag 0x%02x (arrays of base type %d are not supported)", C.FTN_TYPE_ARRAY|base, base)
+	case uint64(length)*uint64(size) > maxBytes:
+		return vm.Value{}, dispBad, fmt.Sprintf("array length %d is beyond any plausible data", length)
+	}
+	p, bad := pointerAt(u, length, "array")
+	if bad != "" {
+		return vm.Value{}, dispBad, bad
+	}
+	n := int(length)
+	var v any
+	switch base {
+	case C.FTN_TYPE_UINT8:
+		return vm.Bytes(C.GoBytes(p, C.int(n))), dispCopied, ""
+	case C.FTN_TYPE_BOOL:
+		v = slices.Clone(unsafe.Slice((*bool)(p), n))
+	case C.FTN_TYPE_INT8:
+		v = slices.Clone(unsafe.Slice((*int8)(p), n))
+	case C.FTN_TYPE_INT16:
+		v = slices.Clone(unsafe.Slice((*int16)(p), n))
+	case C.FTN_TYPE_INT32:
+		v = slices.Clone(unsafe.Slice((*int32)(p), n))
+	case C.FTN_TYPE_INT64:
+		v = slices.Clone(unsafe.Slice((*int64)(p), n))
+	case C.FTN_TYPE_UINT16:
+		v = slices.Clone(unsafe.Slice((*uint16)(p), n))
+	case C.FTN_TYPE_UINT32:
+		v = slices.Clone(unsafe.Slice((*uint32)(p), n))
+	case C.FTN_TYPE_UINT64:
+		v = slices.Clone(unsafe.Slice((*uint64)(p), n))
+	case C.FTN_TYPE_FLOAT:
+		v = slices.Clone(unsafe.Slice((*float32)(p), n))
+	case C.FTN_TYPE_DOUBLE:
+		v = slices.Clone(unsafe.Slice((*float64)(p), n))
+	}
+	return vm.Any(v), dispCopied, ""
+}
