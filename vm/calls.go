@@ -28,26 +28,6 @@ func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
 	return nil
 }
 
-func (l *Loop) callLoop(fn func(AsyncSteps), as AsyncSteps) (p any) {
-	prev := l.enter(as.n)
-	defer func() {
-		p = recover()
-		l.leave(as.n, prev)
-	}()
-	fn(as)
-	return nil
-}
-
-func (l *Loop) callRepeat(fn func(AsyncSteps, int), as AsyncSteps, i int) (p any) {
-	prev := l.enter(as.n)
-	defer func() {
-		p = recover()
-		l.leave(as.n, prev)
-	}()
-	fn(as, i)
-	return nil
-}
-
 // callCancel runs a cancel handler; the frame is not "in call": the only
 // thing a cancel handler may do with its handle is read state.
 func (l *Loop) callCancel(fn CancelFunc, as AsyncSteps) (p any) {

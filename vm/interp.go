@@ -481,13 +481,36 @@ func (l *Loop) branchDone(r *root, b *Node) {
 // Repeat has run its count. Iterations whose body returns without adding
 // sub-steps or waiting complete on the spot, and while nothing else is
 // queued the next one runs in the same turn (as the inline continuation
-// would), reusing the iteration frame: an empty iteration costs a call.
+// would), reusing the iteration frame and the protected call: an empty
+// iteration costs a call.
 func (l *Loop) iterate(r *root, th, L *Node) {
-	epoch, thSeq := r.runEpoch, th.Seq
+	thSeq := th.Seq
+	var as AsyncSteps
+	p := l.callIterations(r, th, L, &as)
+	if as.n == nil { // the Repeat has run its count
+		l.complete(r, th, L, nil)
+		return
+	}
+	l.after(r, th, thSeq, as, p)
+}
+
+// callIterations runs iterations of L under one recover until one does not
+// end by implicit success, the budget runs out, other work is queued, or a
+// Repeat has run its count (as.n is nil then). as is the handle of the last
+// iteration run.
+func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
+	prev := l.enter(nil)
+	defer func() {
+		p = recover()
+		l.leave(nil, prev)
+	}()
+	epoch := r.runEpoch
+	rep, _ := r.slots[L.Fn].v.(func(AsyncSteps, int))
+	loop, _ := r.slots[L.Fn].v.(func(AsyncSteps))
 	for budget := inlineBudget; ; budget-- {
 		if L.Op == opcodes.OpRepeat && L.A >= L.B {
-			l.complete(r, th, L, nil)
-			return
+			*as = AsyncSteps{}
+			return nil
 		}
 		i := L.A
 		L.A++
@@ -506,19 +529,18 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 		it.Flags = opcodes.FlagRunning
 		L.Flags |= opcodes.FlagChild
 		th.SetTop(it)
-		as := AsyncSteps{r: r, n: it, seq: it.Seq, epoch: epoch}
-		var p any
-		if body, ok := r.slots[L.Fn].v.(func(AsyncSteps, int)); ok {
-			p = l.callRepeat(body, as, int(i))
+		*as = AsyncSteps{r: r, n: it, seq: it.Seq, epoch: epoch}
+		l.inCall = it
+		if rep != nil {
+			rep(*as, int(i))
 		} else {
-			body, _ := r.slots[L.Fn].v.(func(AsyncSteps))
-			p = l.callLoop(body, as)
+			loop(*as)
 		}
-		if p != nil || r.runEpoch != epoch || it.Seq != as.seq || th.Top() != it ||
+		l.inCall = nil
+		if r.runEpoch != epoch || it.Seq != as.seq || th.Top() != it ||
 			it.Head != nil || it.B != 0 || it.Flags != opcodes.FlagRunning ||
 			budget == 0 || l.runq.len() > 0 {
-			l.after(r, th, thSeq, as, p)
-			return
+			return nil // the caller finishes this iteration as any step
 		}
 		th.SetTop(L) // implicit success: park the frame for the next iteration
 		L.Flags &^= opcodes.FlagChild
