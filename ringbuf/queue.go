@@ -32,6 +32,12 @@ type Queue[T any] struct {
 	next  int // batch[:next] has been delivered
 }
 
+// keepOverflow bounds, in ring capacities, the overflow buffer a Queue
+// keeps for reuse after a burst (at least 256 items).
+const keepOverflow = 4
+
+func (q *Queue[T]) keepCap() int { return max(keepOverflow*q.ring.Cap(), 256) }
+
 // NewQueue returns an empty Queue whose ring holds capacity items, rounded as
 // by [NewRing].
 func NewQueue[T any](capacity int) *Queue[T] {
@@ -98,6 +104,11 @@ func (q *Queue[T]) deliverBatch(fn func(*T)) int {
 	clear(q.batch) // retain no pointers
 	q.batch = q.batch[:0]
 	q.next = 0
+	if cap(q.batch) > q.keepCap() {
+		// A burst grew the buffer far past the ring: do not hold that
+		// memory for good. The next burst allocates again.
+		q.batch = nil
+	}
 
 	q.mu.Lock()
 	if len(q.overflow) == 0 {

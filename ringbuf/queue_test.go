@@ -271,3 +271,25 @@ func TestQueueOverflowNoAllocAfterGrowth(t *testing.T) {
 		t.Fatalf("overflow Push+Drain allocated %v times per run after growth", allocs)
 	}
 }
+
+// A burst far larger than the ring does not leave its buffer behind.
+func TestQueueReleasesLargeOverflow(t *testing.T) {
+	q := NewQueue[token](4)
+	n := 0
+	for range 10_000 {
+		q.Push(token{})
+	}
+	for range 3 {
+		n += q.Drain(func(*token) {})
+	}
+	if n != 10_000 {
+		t.Fatalf("delivered %d of 10000", n)
+	}
+	q.Push(token{}) // one more cycle swaps the buffers back
+	q.Drain(func(*token) {})
+	limit := q.keepCap()
+	if cap(q.batch) > limit || cap(q.overflow) > limit {
+		t.Fatalf("kept overflow buffers of %d and %d items after the burst, want at most %d",
+			cap(q.batch), cap(q.overflow), limit)
+	}
+}
