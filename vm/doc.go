@@ -24,8 +24,11 @@
 //     turn of the loop. Turns are FIFO: Execute, a completion, or a branch
 //     start queues the flow's next step behind the work already queued.
 //     (A flow whose step is ready while the run queue is otherwise empty
-//     keeps running without going through the queue; nothing can tell the
-//     difference except timers due in the same pass.)
+//     keeps running without going through the queue, for up to 256 steps,
+//     and a loop runs up to 256 iterations that complete at once back to
+//     back; nothing can tell the difference except timers due in the same
+//     pass, such as a zero timeout. These budgets are implementation
+//     details.)
 //   - Execute does not run anything: the first step runs in a later turn.
 //   - Completion is synchronous: Success pops the step, and every enclosing
 //     step whose queue is drained completes with it, in the same call. The
@@ -53,13 +56,15 @@
 // continues in the parallel step's thread. One that leaves the root ends
 // the flow; its Future reports it.
 //
-// A panic in a step function or handler becomes an error of its flow:
-// InternalError with the panic value as LastException and its text as
-// ErrorInfo, except panic(*Error), which raises that error's code and info.
-// API misuse (Success after Add, Success twice, calls through the handle of
-// a step that has ended, Execute on a running root, Add on a running root
-// from outside) raises InternalError with a descriptive ErrorInfo in the
-// flow that made the call.
+// A panic in a step function or error handler becomes an error of its
+// flow: InternalError with the panic value as LastException and its text
+// as ErrorInfo, except panic(*Error), which raises that error's code and
+// info. A panic in a cancel handler or a Stack destroy callback is only
+// recorded as LastException: the flow is already ending. API misuse
+// (Success or Error from a step after it added sub-steps, Success twice,
+// calls through the handle of a step that has ended, Execute on a running
+// root, Add on a running root from outside) raises InternalError with a
+// descriptive ErrorInfo in the flow that made the call (FTN12 2.1).
 //
 // # Loops
 //

@@ -173,3 +173,21 @@ func TestRegressDroppedLoopReturnsArenas(t *testing.T) {
 		t.Fatalf("%d bytes of arena chunks still held", h-before)
 	}
 }
+
+// FTN12 2.1 (found by the reference model): a step that added sub-steps
+// must not call Error; it is InternalError. An error handler may add steps
+// and then change the code.
+func TestRegressErrorAfterAdd(t *testing.T) {
+	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(emptyStep)
+		as.Error("Mine")
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := f.Wait(t.Context()); !errors.Is(err, vm.ErrInternal) ||
+		!strings.Contains(root.State().ErrorInfo(), "Error(Mine) after sub-steps") {
+		t.Fatalf("err = %v (info %q), want InternalError naming the misuse", err, root.State().ErrorInfo())
+	}
+}

@@ -53,6 +53,9 @@ func (as AsyncSteps) frame() (*Node, bool) {
 
 // Valid reports whether the handle can be used (FTN12's boolean cast).
 func (as AsyncSteps) Valid() bool {
+	if f := as.foreign(); f != nil {
+		return f.Valid()
+	}
 	r := as.r
 	if r == nil {
 		return false
@@ -73,6 +76,9 @@ func (as AsyncSteps) Tool() *Loop {
 
 // State returns the flow's state, or nil for an invalid handle.
 func (as AsyncSteps) State() *State {
+	if f := as.foreign(); f != nil {
+		return f.State()
+	}
 	if !as.Valid() {
 		return nil
 	}
@@ -106,6 +112,10 @@ func (l *Loop) misuse(r *root, info string) {
 
 // misuseAny reports misuse through a handle that may be invalid.
 func (as AsyncSteps) misuse(info string) {
+	if f := as.foreign(); f != nil {
+		f.Misuse(info)
+		return
+	}
 	r := as.r
 	if r == nil {
 		zeroHandle(info)
@@ -131,6 +141,10 @@ func zeroHandle(what string) {
 
 // target returns the node whose queue steps added through as go to.
 func (as AsyncSteps) target(what string) *Node {
+	if f := as.foreign(); f != nil {
+		f.Misuse(what + " is not supported on a foreign flow")
+		return nil
+	}
 	r := as.r
 	if r == nil {
 		zeroHandle(what)
@@ -177,6 +191,10 @@ func (r *root) ensureBase() *Node {
 // Add adds a step with an optional error handler: on a root, to level 0;
 // inside a step, as a sub-step; on a parallel accessor, as a branch.
 func (as AsyncSteps) Add(fn ExecFunc, onError ...ErrorFunc) AsyncSteps {
+	if f := as.foreign(); f != nil {
+		f.Add(fn, firstErrorFunc(onError))
+		return as
+	}
 	var eh ErrorFunc
 	if len(onError) > 0 {
 		eh = onError[0]
@@ -210,6 +228,9 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 // succeeds, with no values, once every branch has; the first error cancels
 // the other branches and goes to onError.
 func (as AsyncSteps) Parallel(onError ...ErrorFunc) AsyncSteps {
+	if f := as.foreign(); f != nil {
+		return f.Parallel(firstErrorFunc(onError))
+	}
 	q := as.target("Parallel")
 	if q == nil {
 		return AsyncSteps{}
@@ -225,6 +246,10 @@ func (as AsyncSteps) Parallel(onError ...ErrorFunc) AsyncSteps {
 
 // SuccessStep adds a step that succeeds with vals (FTN12 1.12).
 func (as AsyncSteps) SuccessStep(vals ...Value) AsyncSteps {
+	if f := as.foreign(); f != nil {
+		foreignSuccessStep(f, vals)
+		return as
+	}
 	if len(vals) > MaxArgs {
 		as.misuse("SuccessStep with more than 4 values")
 		return as
@@ -245,6 +270,10 @@ func (as AsyncSteps) SuccessStep(vals ...Value) AsyncSteps {
 // Sync adds a step that runs fn inside obj's critical section (FTN12
 // 1.11.3).
 func (as AsyncSteps) Sync(obj ISync, fn ExecFunc, onError ...ErrorFunc) AsyncSteps {
+	if f := as.foreign(); f != nil {
+		f.Sync(obj, fn, firstErrorFunc(onError))
+		return as
+	}
 	if obj == nil || fn == nil {
 		as.misuse("Sync with a nil object or step function")
 		return as
@@ -261,6 +290,10 @@ func (as AsyncSteps) Sync(obj ISync, fn ExecFunc, onError ...ErrorFunc) AsyncSte
 // A step that added sub-steps completes when they do; calling Success on it
 // is an InternalError.
 func (as AsyncSteps) Success(vals ...Value) {
+	if f := as.foreign(); f != nil {
+		foreignSuccess(f, vals)
+		return
+	}
 	n, ok := as.frame()
 	if !ok {
 		as.misuse("Success through an invalid handle: only a running step can succeed")
@@ -293,6 +326,10 @@ func (as AsyncSteps) Success(vals ...Value) {
 // Called from elsewhere on the loop (say, a timer callback while the step
 // waits for an external event) it delivers the error and returns.
 func (as AsyncSteps) Error(code string, info ...string) {
+	if f := as.foreign(); f != nil {
+		foreignError(f, code, info)
+		return
+	}
 	n, ok := as.frame()
 	if !ok {
 		as.misuse("Error through an invalid handle: only a running step can fail")
@@ -305,6 +342,12 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		inf = info[0]
 	}
 	if code == "" {
+		code = InternalError
+	}
+	if n == l.inCall && n.Head != nil && n.Flags&opcodes.FlagInError == 0 {
+		// FTN12 2.1: a step that added sub-steps must not call error(). (An
+		// error handler may: its Error changes the code, FTN12 2.1.)
+		inf = "Error(" + code + ") after sub-steps were added: a step with sub-steps completes when they do"
 		code = InternalError
 	}
 	if n.Flags&opcodes.FlagCanceling == 0 {
@@ -342,6 +385,10 @@ func (as AsyncSteps) running(what string) (*Node, bool) {
 // SetTimeout makes the step fail with Timeout unless it completes within
 // d; a second call replaces the first. It disables implicit success.
 func (as AsyncSteps) SetTimeout(d time.Duration) {
+	if f := as.foreign(); f != nil {
+		f.SetTimeout(d)
+		return
+	}
 	n, ok := as.running("SetTimeout")
 	if !ok {
 		return
@@ -360,6 +407,10 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 // when the flow is canceled, times out, or fails past this step. It
 // disables implicit success.
 func (as AsyncSteps) SetCancel(fn CancelFunc) {
+	if f := as.foreign(); f != nil {
+		f.SetCancel(fn)
+		return
+	}
 	n, ok := as.running("SetCancel")
 	if !ok || fn == nil {
 		return
@@ -375,6 +426,10 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 // WaitExternal disables implicit success: the step waits until Success or
 // Error is called on it (FTN12 1.6).
 func (as AsyncSteps) WaitExternal() {
+	if f := as.foreign(); f != nil {
+		f.WaitExternal()
+		return
+	}
 	if n, ok := as.running("WaitExternal"); ok {
 		n.Flags |= opcodes.FlagWait
 	}
@@ -384,6 +439,10 @@ func (as AsyncSteps) WaitExternal() {
 // of the loop. Executing a root that is still running is an InternalError
 // of that flow.
 func (as AsyncSteps) Execute() {
+	if f := as.foreign(); f != nil {
+		f.Execute()
+		return
+	}
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
 		as.misuse("Execute on a handle that is not a live root")
@@ -402,6 +461,10 @@ func (as AsyncSteps) Execute() {
 // Cancel cancels a running root: cancel handlers run innermost first, and
 // no further step runs. The flow's Future reports ErrCanceled.
 func (as AsyncSteps) Cancel() {
+	if f := as.foreign(); f != nil {
+		f.Cancel()
+		return
+	}
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
 		as.misuse("Cancel on a handle that is not a live root")
@@ -413,6 +476,10 @@ func (as AsyncSteps) Cancel() {
 // Release returns a root to the loop's pool; every handle on it turns
 // invalid. A running root is canceled first.
 func (as AsyncSteps) Release() {
+	if f := as.foreign(); f != nil {
+		f.Release()
+		return
+	}
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
 		as.misuse("Release on a handle that is not a live root")
@@ -433,6 +500,9 @@ func (l *Loop) Spawn(fn ExecFunc, onError ...ErrorFunc) {
 
 // NewInstance returns a new root on the same loop.
 func (as AsyncSteps) NewInstance() AsyncSteps {
+	if f := as.foreign(); f != nil {
+		return f.NewInstance()
+	}
 	if as.r == nil {
 		return AsyncSteps{}
 	}
@@ -444,6 +514,10 @@ func (as AsyncSteps) NewInstance() AsyncSteps {
 // are shared, not recreated. (Of a running root, what is copied is what is
 // still queued at level 0.)
 func (as AsyncSteps) CopyFrom(model AsyncSteps) AsyncSteps {
+	if f := as.foreign(); f != nil {
+		f.Misuse("CopyFrom on a foreign flow")
+		return as
+	}
 	m := model.r
 	if m == nil || model.n != nil || model.epoch != m.rootEpoch {
 		as.misuse("CopyFrom of a model that is not a live root")
@@ -463,6 +537,10 @@ func (as AsyncSteps) CopyFrom(model AsyncSteps) AsyncSteps {
 
 // Clone returns a new root with the steps and state of this one.
 func (as AsyncSteps) Clone() AsyncSteps {
+	if f := as.foreign(); f != nil {
+		f.Misuse("Clone of a foreign flow")
+		return AsyncSteps{}
+	}
 	if as.r == nil || as.n != nil || as.epoch != as.r.rootEpoch {
 		as.misuse("Clone of a handle that is not a live root")
 		return AsyncSteps{}
