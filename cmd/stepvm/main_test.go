@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stepvm/stepvm/fuzz"
+)
+
+// stepvm runs the command with args and returns its exit status and
+// outputs.
+func stepvm(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestDemoPrintsTheSpecOutput(t *testing.T) {
+	code, out, errOut := stepvm(t, "", "demo")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, e := range fuzz.Examples() {
+		want := "== " + e.Title + "\n"
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(e.Output, "\n"), "\n") {
+			want += "   " + l
+		}
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("demo output lacks %s as the spec shows it:\n%s\n--- output:\n%s", e.Name, want, out)
+		}
+	}
+}
+
+func TestDemoVerbose(t *testing.T) {
+	code, out, _ := stepvm(t, "", "demo", "-v")
+	if code != exitOK || !strings.Contains(out, "   main: catch s2 myerror\n") {
+		t.Fatalf("exit %d; output lacks the trace of FTN12 1.2:\n%s", code, out)
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const twoSteps = `root main {
+  step {
+    success 1 "a"
+  }
+  step {
+    print "{arg1}{arg0}"
+  }
+}
+`
+
+const twoStepsTrace = `main: enter s1
+main: enter s2 1 "a"
+main: print a1
+main: done ok
+`
+
+func TestRun(t *testing.T) {
+	file := writeFile(t, "p.step", twoSteps)
+	for _, args := range [][]string{{"run", file}, {"run", "--model", file}, {"run", file, "--model"}} {
+		code, out, errOut := stepvm(t, "", args...)
+		if code != exitOK || out != twoStepsTrace || errOut != "" {
+			t.Errorf("%v: exit %d, stdout\n%s\nstderr %q", args, code, out, errOut)
+		}
+	}
+	code, out, _ := stepvm(t, twoSteps, "run", "--program", "-")
+	if code != exitOK || out != twoSteps+"\n"+twoStepsTrace {
+		t.Errorf("run --program -: exit %d\n%s", code, out)
+	}
+}
+
+func TestRunDiff(t *testing.T) {
+	file := writeFile(t, "p.step", twoSteps)
+	code, out, _ := stepvm(t, "", "run", "--diff", file)
+	if code != exitOK || out != "the VM and the model agree on 4 trace lines\n" {
+		t.Errorf("exit %d, output %q", code, out)
+	}
+}
+
+func TestRunTruncated(t *testing.T) {
+	file := writeFile(t, "p.step", "root r {\n  loop {\n  }\n}\n")
+	code, out, errOut := stepvm(t, "", "run", "--max-trace", "3", file)
+	if code != exitOK || out != "r: iter s1\nr: iter s1\nr: iter s1\n" || errOut != "stepvm: trace truncated at 3 lines\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestRunCorpusFile runs the corpus files of both fuzz targets: the tool
+// reproduces a fuzzer's finding from the file go test -fuzz wrote.
+func TestRunCorpusFile(t *testing.T) {
+	for _, target := range []string{"FuzzParse", "FuzzVMvsModel"} {
+		file := filepath.Join("..", "..", "fuzz", "testdata", "fuzz", target, "ftn12-1.2-error-handling")
+		code, out, errOut := stepvm(t, "", "run", file)
+		if code != exitOK || !strings.Contains(out, "main: print Level 0 func2: Prm\n") {
+			t.Errorf("%s: exit %d, stderr %q, stdout\n%s", target, code, errOut, out)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	bad := writeFile(t, "bad.step", "root r {\n  step {\n    print 1\n  }\n}\n")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"frobnicate"}, exitUsage, `stepvm: unknown command "frobnicate" (want run, demo or bench)`},
+		{[]string{"run"}, exitUsage, "stepvm: run wants one file, got 0"},
+		{[]string{"run", "a", "b"}, exitUsage, "stepvm: run wants one file, got 2"},
+		{[]string{"run", "--nope", "a"}, exitUsage, "stepvm: flag provided but not defined: -nope"},
+		{[]string{"run", "--model", "--diff", bad}, exitUsage, "stepvm: --model and --diff exclude each other"},
+		{[]string{"run", "--max-trace", "0", bad}, exitUsage, "stepvm: --max-trace must be at least 1"},
+		{[]string{"run", filepath.Join(t.TempDir(), "none.step")}, exitUsage, "no such file or directory"},
+		{[]string{"run", bad}, exitUsage, "bad.step:3:11: expected string, found \"1\""},
+		{[]string{"demo", "x"}, exitUsage, `stepvm: demo takes no arguments, got "x"`},
+		{[]string{"bench", "--run", "("}, exitUsage, "stepvm: --run: error parsing regexp"},
+		{[]string{"bench", "--run", "^NoSuchWorkload$"}, exitUsage, `stepvm: --run "^NoSuchWorkload$" matches no workload`},
+		{[]string{"bench", "--benchtime", "0s"}, exitUsage, "stepvm: --benchtime must be positive"},
+	} {
+		code, out, errOut := stepvm(t, "", c.args...)
+		if code != c.code || out != "" || !strings.Contains(errOut, c.msg) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and one line with %q", c.args, code, out, errOut, c.code, c.msg)
+		}
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	code, out, errOut := stepvm(t, "", "bench", "--json", "--run", "^Simple$", "--benchtime", "10ms")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var rows []row
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != 1 || rows[0].Workload != "Simple" || rows[0].Stepvm.NsPerUnit <= 0 ||
+		rows[0].Goroutines.NsPerUnit <= 0 || rows[0].Ratio <= 0 {
+		t.Errorf("rows = %+v", rows)
+	}
+	if !strings.Contains(errOut, "bench 2/2: Simple on goroutines...") {
+		t.Errorf("no progress line on stderr: %q", errOut)
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	mem := filepath.Join(t.TempDir(), "mem.prof")
+	code, out, errOut := stepvm(t, "", "bench", "--run", "^Simple$", "--benchtime", "10ms", "--cpuprofile", prof, "--memprofile", mem)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], "stepvm ns/op") || !strings.Contains(lines[2], "Simple") {
+		t.Errorf("table:\n%s", out)
+	}
+	for _, f := range []string{prof, mem} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s not written: %v", f, err)
+		}
+	}
+}

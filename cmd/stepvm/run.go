@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/stepvm/stepvm/fuzz"
+	"github.com/stepvm/stepvm/fuzz/model"
+	"github.com/stepvm/stepvm/fuzz/prog"
+)
+
+func runFile(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	onModel := fs.Bool("model", false, "run on the reference model")
+	diff := fs.Bool("diff", false, "run on the VM and the model and compare")
+	showProg := fs.Bool("program", false, "print the program first")
+	maxTrace := fs.Int("max-trace", defaultMaxT, "stop after this many trace lines")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usagef("run wants one file, got %d", len(pos))
+	case *onModel && *diff:
+		return usagef("--model and --diff exclude each other")
+	case *maxTrace < 1:
+		return usagef("--max-trace must be at least 1")
+	}
+	p, err := load(pos[0], stdin)
+	if err != nil {
+		return err
+	}
+	if *showProg {
+		fmt.Fprintln(stdout, p)
+	}
+	lim := prog.Limits{MaxTrace: *maxTrace, MaxPasses: 100 * (*maxTrace + 1000)}
+	if *diff {
+		vt, verr := fuzz.Run(p, lim, fuzz.Options{})
+		mt, merr := model.Run(p, lim)
+		if merr != nil {
+			return merr
+		}
+		if d := fuzz.Divergence(vt, mt); d != "" {
+			fmt.Fprint(stdout, d)
+			if verr != nil {
+				fmt.Fprintf(stdout, "vm: %v\n", verr)
+			}
+			return errors.New("the VM and the model disagree")
+		}
+		if verr != nil {
+			return fmt.Errorf("vm: %v", verr)
+		}
+		fmt.Fprintf(stdout, "the VM and the model agree on %d trace lines%s\n", len(vt.Lines), truncNote(vt))
+		return nil
+	}
+	var t prog.Trace
+	if *onModel {
+		t, err = model.Run(p, lim)
+	} else {
+		t, err = fuzz.Run(p, lim, fuzz.Options{})
+		if err != nil {
+			err = fmt.Errorf("vm: %v", err)
+		}
+	}
+	for _, l := range t.Lines {
+		fmt.Fprintln(stdout, l)
+	}
+	if t.Truncated {
+		fmt.Fprintf(stderr, "stepvm: trace truncated at %d lines\n", len(t.Lines))
+	}
+	return err
+}
+
+func truncNote(t prog.Trace) string {
+	if t.Truncated {
+		return " (truncated)"
+	}
+	return ""
+}
+
+// load reads a step program, or a corpus file of go test -fuzz: a string
+// entry (FuzzParse) is program text, a []byte entry (FuzzVMvsModel) is
+// generator input.
+func load(name string, stdin io.Reader) (*prog.Program, error) {
+	var src []byte
+	var err error
+	if name == "-" {
+		src, err = io.ReadAll(stdin)
+	} else {
+		src, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if rest, ok := bytes.CutPrefix(src, []byte("go test fuzz v1\n")); ok {
+		text, isBytes, err := corpusEntry(string(rest))
+		if err != nil {
+			return nil, usagef("%s: %v", name, err)
+		}
+		if isBytes {
+			return prog.Generate([]byte(text)), nil
+		}
+		src = []byte(text)
+	}
+	p, err := prog.Parse(string(src))
+	if err != nil {
+		return nil, usagef("%s:%v", name, err)
+	}
+	return p, nil
+}
+
+// corpusEntry decodes the single value of a corpus file: []byte("...")
+// or string("...").
+func corpusEntry(s string) (value string, isBytes bool, err error) {
+	s = strings.TrimSpace(s)
+	for _, typ := range []string{"[]byte", "string"} {
+		if lit, ok := strings.CutPrefix(s, typ+"("); ok {
+			lit, ok = strings.CutSuffix(lit, ")")
+			if !ok {
+				break
+			}
+			v, err := strconv.Unquote(lit)
+			if err != nil {
+				return "", false, fmt.Errorf("malformed corpus entry: %v", err)
+			}
+			return v, typ == "[]byte", nil
+		}
+	}
+	return "", false, errors.New("not a corpus entry of one []byte or string")
+}

@@ -1,0 +1,37 @@
+// Package fuzz holds the VM to a reference model: it runs step programs
+// (package fuzz/prog) on the VM and compares their traces with those of
+// the reference interpreter (package fuzz/model).
+//
+// Run executes a program on a vm.Loop driven by a manual clock and returns
+// its trace; it also checks what the VM must guarantee whatever the
+// program: no panic escapes it, every root completes exactly once, the
+// loop is idle at the end, stack allocations are zeroed and kept intact,
+// and no arena memory is in use once every root is released.
+//
+// # Fuzzing
+//
+// The fuzz targets are
+//
+//   - FuzzVMvsModel: the input is a choice stream (prog.Generate) that
+//     always makes a well-formed program; the VM and the model must produce
+//     the same trace and the VM must keep the guarantees above.
+//   - FuzzParse: any text; the parser must not panic, and a program that
+//     parses must print to text that parses back to the same program.
+//
+// Run them, one at a time, with
+//
+//	go test -run '^$' -fuzz '^FuzzVMvsModel$' -fuzztime 10m -parallel 1 ./fuzz
+//	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10m -parallel 1 ./fuzz
+//
+// The seed corpus in testdata/fuzz holds the specification's examples
+// (Examples) and the programs of testdata/programs, encoded for each target
+// (go test ./fuzz -run TestSeedCorpus -update rewrites it); go test ./fuzz
+// replays it together with every crash the fuzzer ever wrote there.
+// testdata/bugs holds the programs that made the fuzzer fail, run by
+// TestBugRepros.
+//
+// To reproduce a finding, run the file go test -fuzz wrote with the stepvm
+// command:
+//
+//	go run ./cmd/stepvm run --diff --program fuzz/testdata/fuzz/FuzzVMvsModel/<hash>
+package fuzz

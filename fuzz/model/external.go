@@ -1,0 +1,46 @@
+package model
+
+import (
+	"github.com/stepvm/stepvm/fuzz/prog"
+)
+
+// Timeouts and the completions of waiting steps.
+
+func (m *machine) setTimeout(f *frame, ms int64) {
+	stopTimer(f)
+	f.timer = m.addTimer(m.now+ms, func() {
+		f.timer = nil
+		if !f.alive {
+			return
+		}
+		f.th.flow.info = ""
+		m.raise(f.th, "Timeout")
+	})
+}
+
+// completeLater is the harness's external completion of a waiting step:
+// w.Turns Immediates later, if the step still waits for it.
+func (m *machine) completeLater(f *frame, w *prog.Wait) {
+	k := w.Turns
+	var tick func()
+	tick = func() {
+		if k--; k > 0 {
+			m.queue = append(m.queue, &task{fn: tick})
+			return
+		}
+		if !f.alive || !f.waiting {
+			return
+		}
+		f.waiting = false
+		fl := f.th.flow
+		m.emit(fl, "resume "+f.id)
+		switch t := w.Then.(type) {
+		case *prog.Success:
+			m.complete(f, t.Values)
+		case *prog.Error:
+			fl.info = t.Info
+			m.raise(f.th, t.Code)
+		}
+	}
+	m.queue = append(m.queue, &task{fn: tick})
+}

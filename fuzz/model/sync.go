@@ -1,0 +1,62 @@
+package model
+
+import (
+	"slices"
+
+	"github.com/stepvm/stepvm/fuzz/prog"
+)
+
+// enterSync asks the mutex of sync frame f, just pushed, to admit its
+// thread: admitted, the section runs at once in this turn with args;
+// queued, the thread waits (with args) to be scheduled by exitSync;
+// refused, DefenseRejected is raised from f.
+func (m *machine) enterSync(f *frame, args []prog.Value) {
+	mx := f.mutex
+	switch {
+	case mx.inside > 0 && heldBy(f.parent, mx):
+		f.sync = syncPassed
+		m.step(f.th, args)
+	case mx.inside < mx.max:
+		mx.inside++
+		f.sync = syncHeld
+		m.step(f.th, args)
+	case mx.maxQueue >= 0 && len(mx.queue) >= mx.maxQueue:
+		f.th.flow.info = "Mutex queue limit"
+		m.raise(f.th, "DefenseRejected")
+	default:
+		f.sync = syncQueued
+		f.waitArgs = args
+		mx.queue = append(mx.queue, f)
+	}
+}
+
+// heldBy reports whether a frame from f down to its thread's base holds
+// mx.
+func heldBy(f *frame, mx *mutex) bool {
+	for ; f.kind != fBase; f = f.parent {
+		if f.kind == fSync && f.sync == syncHeld && f.mutex == mx {
+			return true
+		}
+	}
+	return false
+}
+
+// exitSync gives back what sync frame f holds as it ends: its place
+// inside, handed to the first waiter, or its place in the queue.
+func (m *machine) exitSync(f *frame) {
+	mx := f.mutex
+	switch f.sync {
+	case syncHeld:
+		if len(mx.queue) == 0 {
+			mx.inside--
+			break
+		}
+		w := mx.queue[0]
+		mx.queue = mx.queue[1:]
+		w.sync = syncHeld
+		m.schedule(w.th, w.waitArgs)
+	case syncQueued:
+		mx.queue = slices.DeleteFunc(mx.queue, func(w *frame) bool { return w == f })
+	}
+	f.sync = syncIdle
+}

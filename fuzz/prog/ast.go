@@ -1,0 +1,203 @@
+package prog
+
+// Program is a parsed step program: its declarations in source order. Two
+// programs are the same program when reflect.DeepEqual says so; the parser,
+// the printer and the generator all build empty lists as nil so that this
+// holds for programs that print the same.
+type Program struct {
+	Decls []Decl
+}
+
+// Decl is a top-level declaration: *Root, *Model or *Mutex.
+type Decl interface{ decl() }
+
+// Root is a flow the harness executes. Roots start in declaration order, at
+// time 0; Cancel >= 0 makes the harness cancel the root at that time (in
+// milliseconds), whether or not it is still running.
+type Root struct {
+	Name   string
+	Cancel int64 // -1: never
+	Body   []Stmt
+}
+
+// Model is a root that is never executed: Copy statements copy its steps
+// and state variables (FTN12 1.5).
+type Model struct {
+	Name string
+	Body []Stmt
+}
+
+// Mutex is a vm.Mutex shared by every root: at most Max flows inside, at
+// most Queue waiting (-1: unbounded).
+type Mutex struct {
+	Name       string
+	Max, Queue int
+}
+
+func (*Root) decl()  {}
+func (*Model) decl() {}
+func (*Mutex) decl() {}
+
+// Stmt is a statement. Adders (Step, Parallel, Loop, Repeat, ForEach,
+// SuccessStep, Sync, Copy) add steps; the others act within the step that
+// runs them; terminal statements (Success, Error, Wait, Break, Continue,
+// Panic) end the block they are in.
+type Stmt interface{ stmt() }
+
+// Block is the body of an error or cancel handler.
+type Block struct {
+	Stmts []Stmt
+}
+
+// Step adds a step (Add). Name, if set, identifies it in the trace.
+type Step struct {
+	Name  string
+	Body  []Stmt
+	Catch *Block // error handler; nil: none
+}
+
+// Parallel adds a parallel step whose branches are adders.
+type Parallel struct {
+	Name     string
+	Branches []Stmt
+	Catch    *Block
+}
+
+// Loop adds a loop that runs Body until a Break.
+type Loop struct {
+	Label string
+	Body  []Stmt
+}
+
+// Repeat adds a loop that runs Body Count times, binding {i}.
+type Repeat struct {
+	Count int
+	Label string
+	Body  []Stmt
+}
+
+// ForEach adds a loop over a list (Keys nil) or a map (Keys[i] is the key
+// of Values[i]; iterated in sorted key order), binding {key} and {val}.
+type ForEach struct {
+	Keys   []string
+	Values []Value
+	IsMap  bool
+	Label  string
+	Body   []Stmt
+}
+
+// SuccessStep adds a step that succeeds with Values (FTN12 1.12).
+type SuccessStep struct {
+	Values []Value
+}
+
+// Sync adds a step that runs Body inside the critical section of Mutex.
+type Sync struct {
+	Mutex string
+	Name  string
+	Body  []Stmt
+	Catch *Block
+}
+
+// Copy copies the steps and missing state variables of Model (CopyFrom).
+type Copy struct {
+	Model string
+}
+
+// Print appends its expanded Text to the trace.
+type Print struct {
+	Text string
+}
+
+// Set sets state variable Var to the expanded Text.
+type Set struct {
+	Var, Text string
+}
+
+// Timeout sets the step's timeout in milliseconds.
+type Timeout struct {
+	MS int64
+}
+
+// OnCancel sets the step's cancel handler.
+type OnCancel struct {
+	Body *Block
+}
+
+// Stack allocates Size bytes that live as long as the step (StackRaw).
+type Stack struct {
+	Size int
+}
+
+// Success completes the step with Values.
+type Success struct {
+	Values []Value
+}
+
+// Error fails the step with Code and Info.
+type Error struct {
+	Code, Info string
+}
+
+// Wait makes the step wait for an external completion (WaitExternal).
+// With Turns > 0 the harness completes it Turns loop turns later with Then
+// (a *Success or an *Error); with Turns == 0 nothing completes it.
+type Wait struct {
+	Turns int
+	Then  Stmt
+}
+
+// Break leaves the innermost loop, or the one labelled Label.
+type Break struct {
+	Label string
+}
+
+// Continue starts the next iteration of the innermost loop, or of the one
+// labelled Label.
+type Continue struct {
+	Label string
+}
+
+// Panic panics with Text (a Go panic, which the VM turns into
+// InternalError).
+type Panic struct {
+	Text string
+}
+
+func (*Step) stmt()        {}
+func (*Parallel) stmt()    {}
+func (*Loop) stmt()        {}
+func (*Repeat) stmt()      {}
+func (*ForEach) stmt()     {}
+func (*SuccessStep) stmt() {}
+func (*Sync) stmt()        {}
+func (*Copy) stmt()        {}
+func (*Print) stmt()       {}
+func (*Set) stmt()         {}
+func (*Timeout) stmt()     {}
+func (*OnCancel) stmt()    {}
+func (*Stack) stmt()       {}
+func (*Success) stmt()     {}
+func (*Error) stmt()       {}
+func (*Wait) stmt()        {}
+func (*Break) stmt()       {}
+func (*Continue) stmt()    {}
+func (*Panic) stmt()       {}
+
+// IsAdder reports whether s adds steps.
+func IsAdder(s Stmt) bool {
+	switch s.(type) {
+	case *Step, *Parallel, *Loop, *Repeat, *ForEach, *SuccessStep, *Sync, *Copy:
+		return true
+	}
+	return false
+}
+
+// IsTerminal reports whether s ends its block.
+func IsTerminal(s Stmt) bool {
+	switch s.(type) {
+	case *Success, *Error, *Wait, *Break, *Continue, *Panic:
+		return true
+	}
+	return false
+}

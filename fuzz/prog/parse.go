@@ -1,0 +1,448 @@
+package prog
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Limits on the numbers a program may contain. They keep every program
+// cheap to run and every count within an int on any platform.
+const (
+	MaxValues   = 4             // values of a success (the VM's limit)
+	MaxCount    = 1_000_000     // repeat count, wait turns, mutex sizes
+	MaxStack    = 65536         // bytes of one stack allocation
+	MaxDuration = 1_000_000_000 // milliseconds of a timeout or cancel time
+)
+
+// Parse reads a program. A program that parses is well-formed: every name
+// it uses is declared before, every Break and Continue is inside a loop
+// with that label, terminal statements end their blocks, and no step both
+// adds sub-steps and succeeds or waits (the VM would report InternalError).
+// The error, if any, is a *SyntaxError.
+func Parse(src string) (prog *Program, err error) {
+	p := &parser{s: scanner{src: src, line: 1, col: 1}, names: map[string]string{}}
+	defer func() {
+		if r := recover(); r != nil {
+			se, ok := r.(*SyntaxError)
+			if !ok {
+				panic(r)
+			}
+			prog, err = nil, se
+		}
+	}()
+	p.next()
+	return p.program(), nil
+}
+
+// context is the kind of block a statement is in: it decides which
+// statements are allowed.
+type context uint8
+
+const (
+	inRoot     context = iota // the body of a root or a model
+	inBody                    // a step, loop or sync body
+	inHandler                 // an error handler
+	inCancel                  // a cancel handler
+	inParallel                // the branches of a parallel step
+)
+
+var contextNames = [...]string{
+	inRoot: "a root or model body", inBody: "a step body", inHandler: "an error handler",
+	inCancel: "a cancel handler", inParallel: "a parallel step (only adders are branches)",
+}
+
+type parser struct {
+	s        scanner
+	tok      token
+	prevLine int               // line of the last token consumed
+	names    map[string]string // declared name -> "root", "model" or "mutex"
+}
+
+func (p *parser) failAt(t token, format string, args ...any) {
+	panic(&SyntaxError{Line: t.line, Col: t.col, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) next() token {
+	t := p.tok
+	p.prevLine = t.line
+	nt, err := p.s.next()
+	if err != nil {
+		panic(err)
+	}
+	p.tok = nt
+	return t
+}
+
+func (p *parser) expect(k tokKind) token {
+	if p.tok.kind != k {
+		p.failAt(p.tok, "expected %s, found %s", tokNames[k], p.tok)
+	}
+	return p.next()
+}
+
+func (p *parser) ident(what string) token {
+	if p.tok.kind != tIdent {
+		p.failAt(p.tok, "expected %s, found %s", what, p.tok)
+	}
+	return p.next()
+}
+
+// lineEnd reports whether the current statement can end here: optional
+// trailing operands must be on the statement's line.
+func (p *parser) lineEnd() bool {
+	switch p.tok.kind {
+	case tEOF, tSemi, tRBrace:
+		return true
+	}
+	return p.tok.line > p.prevLine
+}
+
+// endStmt consumes what separates a statement from the next.
+func (p *parser) endStmt() {
+	if p.tok.kind == tSemi {
+		p.next()
+		return
+	}
+	if !p.lineEnd() {
+		p.failAt(p.tok, "unexpected %s at the end of a statement", p.tok)
+	}
+}
+
+// optName reads an optional name before a block.
+func (p *parser) optName() string {
+	if p.tok.kind == tIdent && !p.lineEnd() {
+		return p.next().text
+	}
+	return ""
+}
+
+func (p *parser) program() *Program {
+	prog := &Program{}
+	for p.tok.kind != tEOF {
+		kw := p.ident("root, model or mutex")
+		var d Decl
+		switch kw.text {
+		case "root":
+			name := p.declName("root")
+			r := &Root{Name: name, Cancel: -1}
+			if p.tok.kind == tIdent && p.tok.text == "cancel" {
+				p.next()
+				r.Cancel = p.expect(tDur).num
+			}
+			r.Body = p.block(inRoot, nil)
+			p.names[name] = "root"
+			d = r
+		case "model":
+			name := p.declName("model")
+			m := &Model{Name: name}
+			m.Body = p.block(inRoot, nil)
+			p.names[name] = "model"
+			d = m
+		case "mutex":
+			name := p.declName("mutex")
+			m := &Mutex{Name: name}
+			m.Max = p.intIn("mutex size", 1, MaxCount)
+			m.Queue = p.intIn("mutex queue limit", -1, MaxCount)
+			p.names[name] = "mutex"
+			d = m
+		default:
+			p.failAt(kw, "expected root, model or mutex, found %s", kw)
+		}
+		p.endStmt()
+		prog.Decls = append(prog.Decls, d)
+	}
+	return prog
+}
+
+func (p *parser) declName(what string) string {
+	t := p.ident(what + " name")
+	if k, ok := p.names[t.text]; ok {
+		p.failAt(t, "%s redeclared (already a %s)", t.text, k)
+	}
+	return t.text
+}
+
+func (p *parser) intIn(what string, lo, hi int64) int {
+	t := p.expect(tInt)
+	if t.num < lo || t.num > hi {
+		p.failAt(t, "%s %d out of range %d..%d", what, t.num, lo, hi)
+	}
+	return int(t.num)
+}
+
+// block reads { statements } in context ctx; labels are those of the
+// enclosing loops, innermost last ("" for an unlabelled loop).
+func (p *parser) block(ctx context, labels []string) []Stmt {
+	p.expect(tLBrace)
+	var stmts []Stmt
+	var terminal Stmt
+	adders := false
+	for p.tok.kind != tRBrace {
+		if p.tok.kind == tSemi {
+			p.next()
+			continue
+		}
+		start := p.tok
+		if terminal != nil {
+			p.failAt(start, "statement after %s: it ends the block", keyword(terminal))
+		}
+		s := p.stmt(ctx, labels)
+		switch s.(type) {
+		case *Success, *Wait:
+			if adders {
+				p.failAt(start, "%s after sub-steps were added (the step completes when they do; use successStep)", keyword(s))
+			}
+		}
+		if IsTerminal(s) {
+			terminal = s
+		}
+		if IsAdder(s) {
+			adders = true
+		}
+		stmts = append(stmts, s)
+		p.endStmt()
+	}
+	p.next()
+	return stmts
+}
+
+// keyword names the statement s for error messages.
+func keyword(s Stmt) string {
+	switch s.(type) {
+	case *Success:
+		return "success"
+	case *Error:
+		return "error"
+	case *Wait:
+		return "wait"
+	case *Break:
+		return "break"
+	case *Continue:
+		return "continue"
+	case *Panic:
+		return "panic"
+	}
+	return "statement"
+}
+
+// allowed lists the contexts each statement keyword may appear in.
+var allowed = map[string][]context{
+	"step":        {inRoot, inBody, inHandler, inParallel},
+	"parallel":    {inRoot, inBody, inHandler, inParallel},
+	"loop":        {inRoot, inBody, inHandler, inParallel},
+	"repeat":      {inRoot, inBody, inHandler, inParallel},
+	"forEach":     {inRoot, inBody, inHandler, inParallel},
+	"successStep": {inRoot, inBody, inHandler, inParallel},
+	"sync":        {inRoot, inBody, inHandler, inParallel},
+	"copy":        {inRoot, inBody, inHandler, inParallel},
+	"set":         {inRoot, inBody, inHandler, inCancel},
+	"print":       {inBody, inHandler, inCancel},
+	"timeout":     {inBody},
+	"onCancel":    {inBody},
+	"stack":       {inBody},
+	"success":     {inBody, inHandler},
+	"error":       {inBody, inHandler},
+	"panic":       {inBody, inHandler},
+	"wait":        {inBody},
+	"break":       {inBody, inHandler},
+	"continue":    {inBody, inHandler},
+}
+
+func (p *parser) stmt(ctx context, labels []string) Stmt {
+	kw := p.ident("a statement")
+	ctxs, ok := allowed[kw.text]
+	if !ok {
+		p.failAt(kw, "unknown statement %s", kw.text)
+	}
+	if !slices.Contains(ctxs, ctx) {
+		p.failAt(kw, "%s is not allowed in %s", kw.text, contextNames[ctx])
+	}
+	switch kw.text {
+	case "step":
+		s := &Step{Name: p.optName()}
+		s.Body = p.block(inBody, labels)
+		s.Catch = p.catch(labels)
+		return s
+	case "parallel":
+		s := &Parallel{Name: p.optName()}
+		s.Branches = p.block(inParallel, labels)
+		s.Catch = p.catch(labels)
+		return s
+	case "loop":
+		s := &Loop{Label: p.optName()}
+		s.Body = p.block(inBody, append(slices.Clip(labels), s.Label))
+		return s
+	case "repeat":
+		s := &Repeat{Count: p.intIn("repeat count", 0, MaxCount)}
+		s.Label = p.optName()
+		s.Body = p.block(inBody, append(slices.Clip(labels), s.Label))
+		return s
+	case "forEach":
+		s := &ForEach{}
+		p.items(s)
+		s.Label = p.optName()
+		s.Body = p.block(inBody, append(slices.Clip(labels), s.Label))
+		return s
+	case "successStep":
+		return &SuccessStep{Values: p.values()}
+	case "sync":
+		t := p.ident("mutex name")
+		if p.names[t.text] != "mutex" {
+			p.failAt(t, "sync on %s, which is not a mutex declared before", t.text)
+		}
+		s := &Sync{Mutex: t.text, Name: p.optName()}
+		s.Body = p.block(inBody, labels)
+		s.Catch = p.catch(labels)
+		return s
+	case "copy":
+		t := p.ident("model name")
+		if p.names[t.text] != "model" {
+			p.failAt(t, "copy of %s, which is not a model declared before", t.text)
+		}
+		return &Copy{Model: t.text}
+	case "set":
+		v := p.ident("variable name")
+		return &Set{Var: v.text, Text: p.expect(tString).str}
+	case "print":
+		return &Print{Text: p.expect(tString).str}
+	case "timeout":
+		return &Timeout{MS: p.expect(tDur).num}
+	case "onCancel":
+		return &OnCancel{Body: &Block{Stmts: p.block(inCancel, nil)}}
+	case "stack":
+		return &Stack{Size: p.intIn("stack size", 1, MaxStack)}
+	case "success":
+		return &Success{Values: p.values()}
+	case "error":
+		return p.errorStmt()
+	case "panic":
+		return &Panic{Text: p.expect(tString).str}
+	case "wait":
+		return p.wait()
+	case "break", "continue":
+		label := ""
+		if !p.lineEnd() {
+			t := p.ident("loop label")
+			label = t.text
+			if !slices.Contains(labels, label) {
+				p.failAt(t, "%s %s: no enclosing loop is labelled %s", kw.text, label, label)
+			}
+		} else if len(labels) == 0 {
+			p.failAt(kw, "%s outside of a loop", kw.text)
+		}
+		if kw.text == "break" {
+			return &Break{Label: label}
+		}
+		return &Continue{Label: label}
+	}
+	panic("unreachable")
+}
+
+func (p *parser) catch(labels []string) *Block {
+	if p.tok.kind == tIdent && p.tok.text == "catch" {
+		p.next()
+		return &Block{Stmts: p.block(inHandler, labels)}
+	}
+	return nil
+}
+
+func (p *parser) errorStmt() *Error {
+	e := &Error{Code: p.ident("error code").text}
+	if !p.lineEnd() {
+		e.Info = p.expect(tString).str
+	}
+	return e
+}
+
+func (p *parser) wait() *Wait {
+	w := &Wait{}
+	if p.lineEnd() {
+		return w
+	}
+	w.Turns = p.intIn("wait turns", 1, MaxCount)
+	kw := p.ident("success or error")
+	switch kw.text {
+	case "success":
+		w.Then = &Success{Values: p.values()}
+	case "error":
+		w.Then = p.errorStmt()
+	default:
+		p.failAt(kw, "expected success or error, found %s", kw)
+	}
+	return w
+}
+
+// values reads up to MaxValues values up to the end of the line.
+func (p *parser) values() []Value {
+	var vals []Value
+	for !p.lineEnd() {
+		if len(vals) == MaxValues {
+			p.failAt(p.tok, "more than %d values", MaxValues)
+		}
+		vals = append(vals, p.value())
+	}
+	return vals
+}
+
+func (p *parser) value() Value {
+	t := p.tok
+	switch t.kind {
+	case tInt:
+		p.next()
+		return IntValue(t.num)
+	case tFloat:
+		p.next()
+		return FloatValue(t.flt)
+	case tString:
+		p.next()
+		return StrValue(t.str)
+	case tIdent:
+		switch t.text {
+		case "true", "false":
+			p.next()
+			return BoolValue(t.text == "true")
+		}
+	}
+	p.failAt(t, "expected a value, found %s", t)
+	panic("unreachable")
+}
+
+// items reads the list [v, ...] or the map ["k": v, ...] (or [:], the
+// empty map) of a forEach.
+func (p *parser) items(s *ForEach) {
+	p.expect(tLBrack)
+	if p.tok.kind == tColon {
+		p.next()
+		p.expect(tRBrack)
+		s.IsMap = true
+		return
+	}
+	for i := 0; p.tok.kind != tRBrack; i++ {
+		if i > 0 {
+			p.expect(tComma)
+		}
+		if i == 0 && p.tok.kind == tString {
+			// A string followed by a colon starts a map.
+			k := p.next()
+			if p.tok.kind == tColon {
+				s.IsMap = true
+				p.next()
+				s.Keys = append(s.Keys, k.str)
+				s.Values = append(s.Values, p.value())
+				continue
+			}
+			s.Values = append(s.Values, StrValue(k.str))
+			continue
+		}
+		if s.IsMap {
+			k := p.expect(tString)
+			if slices.Contains(s.Keys, k.str) {
+				p.failAt(k, "duplicate key %s", k.text)
+			}
+			p.expect(tColon)
+			s.Keys = append(s.Keys, k.str)
+		}
+		s.Values = append(s.Values, p.value())
+	}
+	p.next()
+}
