@@ -20,6 +20,12 @@ import (
 // new one from each call. Binary returns nil for an invalid handle. Like
 // every AsyncSteps method, it must be called on the loop's goroutine.
 func Binary(as vm.AsyncSteps) unsafe.Pointer {
+	if f := vm.ForeignOf(as); f != nil {
+		if w, ok := f.(*fwrap); ok && w.Valid() {
+			return unsafe.Pointer(w.bsi)
+		}
+		return nil
+	}
 	l := as.Tool()
 	if l == nil || !as.Valid() {
 		return nil
@@ -35,13 +41,29 @@ func Binary(as vm.AsyncSteps) unsafe.Pointer {
 }
 
 // Wrap adopts a FutoInAsyncSteps* so that Go code can use it through the
-// vm.AsyncSteps API. A pointer that Binary produced, and is still valid,
-// gives back the original handle. A FutoInAsyncSteps implemented by foreign
-// code cannot be adopted yet (the VM has no handle backed by a foreign
-// implementation): Wrap returns the zero AsyncSteps, which is invalid, as it
-// does for nil and for expired records.
+// vm.AsyncSteps API (FTN12 2.2.1 wrap). A pointer that Binary produced,
+// and is still valid, gives back the original handle. Wrap returns the
+// zero AsyncSteps, which is invalid, for nil, for an expired record, and
+// for a foreign table that lacks add, success, handle_error or isValid.
+//
+// A FutoInAsyncSteps implemented by foreign code gets a new handle on each
+// call (so handles are not ==; Binary gives the pointer back), through
+// which every call is forwarded to the foreign table; see the package
+// documentation, "Foreign AsyncSteps", for what works and what does not.
+// Use such a handle as the foreign engine allows its pointer to be used:
+// on its thread, while its step or root lives.
 func Wrap(p unsafe.Pointer) vm.AsyncSteps {
-	e, _ := lookup((*C.FutoInAsyncSteps)(p))
+	bsi := (*C.FutoInAsyncSteps)(p)
+	if bsi == nil {
+		return vm.AsyncSteps{}
+	}
+	if bsi.api != &C.stepvm_api {
+		if !fxUsable(bsi) {
+			return vm.AsyncSteps{}
+		}
+		return newWrap(bsi, fxKindAdopted).as
+	}
+	e, _ := lookup(bsi)
 	if e == nil {
 		return vm.AsyncSteps{}
 	}

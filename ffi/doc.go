@@ -52,7 +52,61 @@
 // from steps of the flow, as in the reference implementation) and the Go
 // primitives Sync hands out; WrapSync gives Go flows either kind.
 //
-// # Limits
+// # Foreign AsyncSteps
 //
-// Wrap cannot adopt a FutoInAsyncSteps implemented by foreign code yet.
+// Wrap also adopts a FutoInAsyncSteps implemented by foreign code (FTN12
+// 2.2.1 wrap): Go code uses it through the vm.AsyncSteps API, and every call
+// is forwarded to the foreign function table. The Go step functions, error
+// handlers, loop bodies and cancel handlers added this way are run by the
+// foreign engine through C functions of this package, which hand each a new
+// handle on the FutoInAsyncSteps the engine passes. Error, Break and
+// Continue in such a function unwind it, as in stepvm, and are passed on as
+// handle_error, breakLoop and continueLoop once it has returned; misuse
+// becomes handle_error(InternalError, info), a panic
+// handle_error(InternalError, its text), a panic(*vm.Error) that error. No
+// panic crosses C frames. A call through a handle whose function is not
+// running (a step that waits for an external event, a root, a handle that
+// Wrap made inside a C step) goes to the engine at once; Error, Break and
+// Continue then return, as handle_error does in C.
+//
+// What works, each through its table entry (a NULL entry is misuse): Add,
+// Parallel, SuccessStep, Loop, MakeLoop, Repeat, ForEach, ForEachMap, Break,
+// Continue, Success, Error, SetTimeout, SetCancel, WaitExternal, Stack,
+// StackRaw, State, Valid, Execute, Cancel, NewInstance, Release of a root
+// NewInstance made (free), Sync with a FutoInSync (WrapSync; addSync) or
+// with an ISync built on the public API, and Binary, which gives the
+// pointer back. Wrap needs add, success, handle_error and isValid.
+//
+// What does not: Tool returns nil, as the flow runs on the engine's event
+// loop, not on a vm.Loop. Resumer, Promise, Await (it needs a Resumer),
+// Clone and CopyFrom are misuse, and so is Sync with a vm.Mutex, Throttle
+// or Limiter, which admit stepvm flows only. Release of a root Go did not
+// make through NewInstance is misuse: its owner frees it. State is Go-side
+// state: one vm.State per flow, kept in a state variable of the engine and
+// separate from the variables C code reaches through stateVariable; its
+// ErrorInfo, LastException and AsyncStack stay empty (the engine keeps its
+// own error info). Valid is the engine's isValid: a handle must be used as
+// the engine allows its pointer to be used, on the engine's thread, and
+// while the engine keeps the memory it points to (one that keeps stale
+// FutoInAsyncSteps readable, as stepvm does, turns late calls into its own
+// misuse).
+//
+// Values reach Go steps as Args, converted as those of stepvm's own C steps
+// are, except custom objects: a Go value Go handed the engine comes back
+// as it was; any other is lent as an *Object that is valid during the call,
+// whose Release does nothing and which cannot be passed on. Go Success
+// values go out as for C steps of stepvm, but strings and byte slices in
+// malloc'd memory that their type's cleanup frees, Go values as custom
+// objects whose cleanup lets them go, and an *Object from a stepvm C step
+// with its cleanup (Go lets go of it). The engine is expected to take
+// success values by emptying the FutoInArgs, as stepvm does (values left
+// there are reset), and to copy the strings it keeps past a call (error
+// codes, break labels); loop labels stay valid as long as the loop.
+//
+// The Go objects a foreign engine refers to cross as ids into a Go-side
+// table. The functions of the steps a Go step adds are dropped when that
+// step ends (through memory from the engine's stack, whose cleanup drops
+// them), those added through a root when the engine destroys the flow's
+// state, a Go value by its cleanup. An engine without stack and
+// stateVariable makes them live as long as the process.
 package ffi

@@ -24,6 +24,10 @@ import (
 // lent to returns without passing it on, or, for an Object dropped without
 // either, once the garbage collector finds it unreachable (on the loop's
 // goroutine while the loop runs).
+//
+// An Object a foreign AsyncSteps engine passes to a Go step (see Wrap) is
+// lent: it is valid during the step's call, its cleanup is the engine's
+// business, Release does nothing, and it cannot be passed on.
 type Object struct{ st *objState }
 
 type objState struct {
@@ -194,14 +198,20 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 
 // value converts one C value.
 func (ls *loopState) value(b *binval) (vm.Value, int, string) {
+	if uint8(b.typ.flags) == C.FTN_TYPE_CUSTOM_OBJECT {
+		return ls.object(b)
+	}
+	return plainValue(b)
+}
+
+// plainValue copies a C value that is not a custom object.
+func plainValue(b *binval) (vm.Value, int, string) {
 	flags := uint8(b.typ.flags)
 	u := unsafe.Pointer(&b.u)
 	if flags&C.FTN_COMPLEX_TYPE_MASK == C.FTN_TYPE_ARRAY {
 		return array(flags&C.FTN_BASE_TYPE_MASK, &b.u, b.length)
 	}
 	switch flags {
-	case C.FTN_TYPE_CUSTOM_OBJECT:
-		return ls.object(b)
 	case C.FTN_TYPE_STRING:
 		s, bad := cString(&b.u, b.length, 1)
 		return vm.Str(s), dispCopied, bad

@@ -14,6 +14,9 @@ type Future struct {
 
 // Promise executes the root and returns its Future.
 func (as AsyncSteps) Promise() *Future {
+	if f := as.foreign(); f != nil {
+		return foreignPromise(f)
+	}
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
 		as.misuse("Promise on a handle that is not a live root")

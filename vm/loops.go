@@ -31,6 +31,10 @@ func (as AsyncSteps) addLoop(op opcodes.Op, body any, count uint64, label []stri
 
 // Loop runs fn until Break.
 func (as AsyncSteps) Loop(fn func(as AsyncSteps), label ...string) {
+	if f := as.foreign(); f != nil {
+		f.Loop(fn, firstString(label))
+		return
+	}
 	if fn == nil {
 		as.misuse("Loop with a nil body")
 		return
@@ -44,6 +48,10 @@ func (as AsyncSteps) MakeLoop(fn func(as AsyncSteps), label ...string) { as.Loop
 // Repeat runs fn count times with i = 0..count-1; a count of 0 or less runs
 // nothing.
 func (as AsyncSteps) Repeat(count int, fn func(as AsyncSteps, i int), label ...string) {
+	if f := as.foreign(); f != nil {
+		f.Repeat(count, fn, firstString(label))
+		return
+	}
 	if fn == nil {
 		as.misuse("Repeat with a nil body")
 		return
@@ -84,6 +92,10 @@ func (as AsyncSteps) Break(label ...string) { as.loopCtl(unwindBreak, label) }
 func (as AsyncSteps) Continue(label ...string) { as.loopCtl(unwindContinue, label) }
 
 func (as AsyncSteps) loopCtl(u *unwinding, label []string) {
+	if f := as.foreign(); f != nil {
+		foreignLoopCtl(f, u, label)
+		return
+	}
 	n, ok := as.frame()
 	if !ok || as.r.l.inCall != n {
 		as.misuse("Break or Continue outside of a step's execution")

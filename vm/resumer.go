@@ -22,6 +22,10 @@ type Resumer struct {
 // Resumer returns the step's completion token. It does not make the step
 // wait: call WaitExternal or SetTimeout as well.
 func (as AsyncSteps) Resumer() Resumer {
+	if f := as.foreign(); f != nil {
+		f.Misuse("Resumer is not supported on a foreign flow")
+		return Resumer{}
+	}
 	n, ok := as.running("Resumer")
 	if !ok {
 		return Resumer{}

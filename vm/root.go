@@ -35,6 +35,7 @@ type root struct {
 	rootEpoch uint32
 
 	l       *Loop
+	foreign Foreign // non-nil: a stand-in for a foreign flow (foreign.go)
 	status  uint8
 	spawned bool
 	future  *Future

@@ -17,6 +17,9 @@ import (
 // Stack returns nil for the handle of a step that has ended (and, like
 // every call, panics for the zero AsyncSteps).
 func Stack[T any](as AsyncSteps) *T {
+	if f := as.foreign(); f != nil {
+		return foreignStack[T](f)
+	}
 	n, ok := as.running("Stack")
 	if !ok {
 		return nil
@@ -38,6 +41,9 @@ func Stack[T any](as AsyncSteps) *T {
 // ends, innermost allocation first. The memory is invisible to the garbage
 // collector: never store Go pointers in it.
 func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
+	if f := as.foreign(); f != nil {
+		return f.Stack(size, destroy)
+	}
 	n, ok := as.running("StackRaw")
 	if !ok || size < 0 {
 		return nil
