@@ -65,11 +65,6 @@ const FutoInType stepvm_fx_string_type = {FTN_TYPE_STRING, fx_free_value};
 const FutoInType stepvm_fx_bytes_type = {FTN_TYPE_ARRAY | FTN_TYPE_UINT8, fx_free_value};
 const FutoInType stepvm_fx_go_type = {FTN_TYPE_CUSTOM_OBJECT, fx_go_value_cleanup};
 
-int stepvm_fx_has(FutoInAsyncSteps* bsi, int i)
-{
-    return bsi->api && bsi->api->funcs[i] != NULL;
-}
-
 void stepvm_fx_add(FutoInAsyncSteps* bsi, uintptr_t data, int with_eh)
 {
     bsi->api->add(bsi, (void*)data, fx_exec, with_eh ? fx_error : NULL);

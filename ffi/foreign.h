@@ -12,7 +12,8 @@
 
 #include "ffi.h"
 
-/* Indexes of the entries of FutoInAsyncStepsAPI. */
+/* Indexes of the entries of FutoInAsyncStepsAPI (Go reads the table to
+ * learn which entries are set). */
 enum
 {
     stepvm_fx_add_i = 0,
@@ -36,11 +37,8 @@ enum
     stepvm_fx_free_i = 19,
 };
 
-/* stepvm_fx_has reports whether entry i of bsi's table is set. */
-int stepvm_fx_has(FutoInAsyncSteps* bsi, int i);
-
 /* Calls through a foreign table; data is the id of the Go object the
- * callbacks run. Callers check the entry first. */
+ * callbacks run. Callers check that the entry is set. */
 void stepvm_fx_add(FutoInAsyncSteps* bsi, uintptr_t data, int with_eh);
 FutoInAsyncSteps* stepvm_fx_parallel(FutoInAsyncSteps* bsi, uintptr_t data, int with_eh);
 uintptr_t stepvm_fx_state_variable(FutoInAsyncSteps* bsi, const char* name);

@@ -593,3 +593,54 @@ func TestForeignObjectOwnership(t *testing.T) {
 		t.Errorf("the object was cleaned up %d times, want 1", n)
 	}
 }
+
+// guard is an ISync built on the public API only, which therefore works on
+// any flow, foreign ones included.
+type guard struct{}
+
+func (guard) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {
+	as.Add(func(as vm.AsyncSteps, args vm.Args) {
+		cengine.Say("enter")
+		as.Add(fn, onError)
+		as.Add(func(as vm.AsyncSteps, args vm.Args) {
+			cengine.Say("leave")
+			as.Success(args.Values()...)
+		})
+	})
+}
+
+func TestForeignSuccessStepAndSync(t *testing.T) {
+	run := runForeign(t, func(root vm.AsyncSteps) {
+		root.SuccessStep(vm.Int(5), vm.Str("five"))
+		root.Add(func(as vm.AsyncSteps, args vm.Args) {
+			cengine.Say(fmt.Sprint("got ", args.Int(0), " ", args.String(1)))
+		})
+		root.Sync(guard{}, func(as vm.AsyncSteps, _ vm.Args) {
+			cengine.Say("inside")
+			as.Success(vm.Int(6))
+		})
+		root.Add(func(as vm.AsyncSteps, args vm.Args) {
+			cengine.Say(fmt.Sprint("after the section ", args.Int(0)))
+			// This engine has no addSync: a FutoInSync from C cannot guard it.
+			as.Sync(ffi.WrapSync(ctest.CMutex()), fsay("never"))
+		}, func(as vm.AsyncSteps, code string) {
+			cengine.Say("Sync with a C primitive: " + code)
+		})
+	})
+	run.expect(t, cengine.Failed, vm.InternalError,
+		"got 5 five", "enter", "inside", "leave", "after the section 6", "Sync with a C primitive: InternalError")
+}
+
+func TestForeignParallelErrorHandler(t *testing.T) {
+	run := runForeign(t, func(root vm.AsyncSteps) {
+		p := root.Parallel(func(as vm.AsyncSteps, code string) {
+			cengine.Say("parallel handler: " + code)
+			as.Success()
+		})
+		p.Add(fsay("branch 1"))
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("BranchFailed") })
+		p.Add(fsay("branch 3"))
+		root.Add(fsay("after"))
+	})
+	run.expect(t, cengine.Done, "", "branch 1", "parallel handler: BranchFailed", "after")
+}

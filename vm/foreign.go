@@ -14,12 +14,13 @@ import (
 // AsyncSteps API, and every call is forwarded to the foreign engine.
 //
 // A foreign handle is an AsyncSteps whose root is a stand-in marked
-// foreign: it owns no arena, node or loop, and each public method forwards
-// to the Foreign before it looks at anything else. The check, as.foreign(),
-// is one load of the field next to the root's loop pointer, which the VM's
-// own paths read anyway. The stand-in's epochs never match the handle's,
-// so an internal path not taught about foreign flows sees a handle that
-// has expired.
+// foreign: it owns no arena, node or loop, and its epochs never match the
+// handle's, so it fails every check the VM makes of a handle. Each public
+// method forwards to the Foreign: at its top, or, on the VM's hot paths
+// (Add, Success, Error, WaitExternal, Execute, Cancel, Release), in the
+// branch where that check fails, so that those paths run no instruction
+// more than before. An internal path not taught about foreign flows sees a
+// handle that has expired.
 
 // Foreign is one handle of a flow run by another AsyncSteps implementation:
 // a root, a step whose function or handler runs, or a parallel accessor. It
@@ -161,13 +162,40 @@ func foreignSuccessStep(f Foreign, vals []Value) {
 	f.SuccessStep(append([]Value(nil), vals...))
 }
 
-func foreignError(f Foreign, code string, info []string) {
+// foreignTarget serves the methods that reach target with a foreign
+// handle: Add, whose dispatch follows target to stay off the VM's path, and
+// the VM's own synchronization primitives (Mutex.Sync and the like).
+func foreignTarget(f Foreign, what string) {
+	if what != "Add" {
+		f.Misuse(what + " is not supported on a foreign flow")
+	}
+}
+
+// foreignRunning serves the methods that reach running with a foreign
+// handle: WaitExternal, whose dispatch is there to keep it inlinable.
+func foreignRunning(f Foreign, what string) {
+	if what == "WaitExternal" {
+		f.WaitExternal()
+		return
+	}
+	f.Misuse(what + " is not supported on a foreign flow")
+}
+
+// foreignError is Error for a foreign handle; it reports whether as is
+// one. It is a call, not inline code, to keep Error small: the runtime's
+// unwinding of a panic reads Error's tables up to the panic site.
+func (as AsyncSteps) foreignError(code string, info []string) bool {
+	f := as.foreign()
+	if f == nil {
+		return false
+	}
 	if code == "" {
 		code = InternalError
 	}
 	if f.Error(code, firstString(info)) {
 		panic(unwindError)
 	}
+	return true
 }
 
 func foreignLoopCtl(f Foreign, u *unwinding, label []string) {

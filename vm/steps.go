@@ -141,16 +141,16 @@ func zeroHandle(what string) {
 
 // target returns the node whose queue steps added through as go to.
 func (as AsyncSteps) target(what string) *Node {
-	if f := as.foreign(); f != nil {
-		f.Misuse(what + " is not supported on a foreign flow")
-		return nil
-	}
 	r := as.r
 	if r == nil {
 		zeroHandle(what)
 	}
 	if as.n == nil {
 		if as.epoch != r.rootEpoch {
+			if f := as.foreign(); f != nil { // a foreign stand-in's epochs never match
+				foreignTarget(f, what)
+				return nil
+			}
 			r.l.misuse(nil, what+" on a released root")
 			return nil
 		}
@@ -191,10 +191,6 @@ func (r *root) ensureBase() *Node {
 // Add adds a step with an optional error handler: on a root, to level 0;
 // inside a step, as a sub-step; on a parallel accessor, as a branch.
 func (as AsyncSteps) Add(fn ExecFunc, onError ...ErrorFunc) AsyncSteps {
-	if f := as.foreign(); f != nil {
-		f.Add(fn, firstErrorFunc(onError))
-		return as
-	}
 	var eh ErrorFunc
 	if len(onError) > 0 {
 		eh = onError[0]
@@ -210,6 +206,9 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 	}
 	q := as.target("Add")
 	if q == nil {
+		if f := as.foreign(); f != nil { // Add's dispatch, off its path
+			f.Add(fn, eh)
+		}
 		return as
 	}
 	r := as.r
@@ -290,12 +289,12 @@ func (as AsyncSteps) Sync(obj ISync, fn ExecFunc, onError ...ErrorFunc) AsyncSte
 // A step that added sub-steps completes when they do; calling Success on it
 // is an InternalError.
 func (as AsyncSteps) Success(vals ...Value) {
-	if f := as.foreign(); f != nil {
-		foreignSuccess(f, vals)
-		return
-	}
 	n, ok := as.frame()
 	if !ok {
+		if f := as.foreign(); f != nil { // a foreign stand-in has no frame
+			foreignSuccess(f, vals)
+			return
+		}
 		as.misuse("Success through an invalid handle: only a running step can succeed")
 		return
 	}
@@ -326,12 +325,11 @@ func (as AsyncSteps) Success(vals ...Value) {
 // Called from elsewhere on the loop (say, a timer callback while the step
 // waits for an external event) it delivers the error and returns.
 func (as AsyncSteps) Error(code string, info ...string) {
-	if f := as.foreign(); f != nil {
-		foreignError(f, code, info)
-		return
-	}
 	n, ok := as.frame()
 	if !ok {
+		if as.foreignError(code, info) { // a foreign stand-in has no frame
+			return
+		}
 		as.misuse("Error through an invalid handle: only a running step can fail")
 		return
 	}
@@ -369,6 +367,10 @@ func (as AsyncSteps) Error(code string, info ...string) {
 func (as AsyncSteps) running(what string) (*Node, bool) {
 	n, ok := as.frame()
 	if !ok || n.Op.IsLoop() || n.Op == opcodes.OpParallel {
+		if f := as.foreign(); f != nil { // WaitExternal's dispatch: it stays inlinable
+			foreignRunning(f, what)
+			return nil, false
+		}
 		as.misuse(what + " outside of a running step")
 		return nil, false
 	}
@@ -426,10 +428,6 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 // WaitExternal disables implicit success: the step waits until Success or
 // Error is called on it (FTN12 1.6).
 func (as AsyncSteps) WaitExternal() {
-	if f := as.foreign(); f != nil {
-		f.WaitExternal()
-		return
-	}
 	if n, ok := as.running("WaitExternal"); ok {
 		n.Flags |= opcodes.FlagWait
 	}
@@ -439,12 +437,12 @@ func (as AsyncSteps) WaitExternal() {
 // of the loop. Executing a root that is still running is an InternalError
 // of that flow.
 func (as AsyncSteps) Execute() {
-	if f := as.foreign(); f != nil {
-		f.Execute()
-		return
-	}
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
+		if f := as.foreign(); f != nil { // a foreign stand-in's epochs never match
+			f.Execute()
+			return
+		}
 		as.misuse("Execute on a handle that is not a live root")
 		return
 	}
@@ -461,12 +459,12 @@ func (as AsyncSteps) Execute() {
 // Cancel cancels a running root: cancel handlers run innermost first, and
 // no further step runs. The flow's Future reports ErrCanceled.
 func (as AsyncSteps) Cancel() {
-	if f := as.foreign(); f != nil {
-		f.Cancel()
-		return
-	}
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
+		if f := as.foreign(); f != nil { // a foreign stand-in's epochs never match
+			f.Cancel()
+			return
+		}
 		as.misuse("Cancel on a handle that is not a live root")
 		return
 	}
@@ -476,12 +474,12 @@ func (as AsyncSteps) Cancel() {
 // Release returns a root to the loop's pool; every handle on it turns
 // invalid. A running root is canceled first.
 func (as AsyncSteps) Release() {
-	if f := as.foreign(); f != nil {
-		f.Release()
-		return
-	}
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
+		if f := as.foreign(); f != nil { // a foreign stand-in's epochs never match
+			f.Release()
+			return
+		}
 		as.misuse("Release on a handle that is not a live root")
 		return
 	}
