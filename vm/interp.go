@@ -63,12 +63,12 @@ func (l *Loop) classify(r *root, p any) (outcome, string) {
 		}
 		return v.what, l.pend.label
 	case *Error:
-		r.state.recordError(v.Code, v.Info)
-		r.state.recordPanic(v)
+		r.st().recordError(v.Code, v.Info)
+		r.st().recordPanic(v)
 		return outError, v.Code
 	}
-	r.state.recordError(InternalError, fmt.Sprint(p))
-	r.state.recordPanic(p)
+	r.st().recordError(InternalError, fmt.Sprint(p))
+	r.st().recordPanic(p)
 	return outError, InternalError
 }
 
@@ -171,7 +171,7 @@ func (l *Loop) step(r *root, th *Node) {
 	case opcodes.OpSync:
 		l.stepSync(r, th, n)
 	default:
-		r.state.recordError(InternalError, "corrupt instruction "+n.Op.String())
+		r.st().recordError(InternalError, "corrupt instruction "+n.Op.String())
 		l.raise(r, th, InternalError)
 	}
 }
@@ -399,7 +399,7 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 				f.Flags &^= opcodes.FlagCanceling
 			}
 			if _, ok := p.(*unwinding); p != nil && !ok {
-				r.state.recordPanic(p)
+				r.st().recordPanic(p)
 			}
 		}
 	}
@@ -570,7 +570,7 @@ func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
 		if label != "" {
 			info = what + ": no enclosing loop is labelled " + label
 		}
-		r.state.recordError(InternalError, info)
+		r.st().recordError(InternalError, info)
 		l.raise(r, th, InternalError)
 		return
 	}
@@ -610,7 +610,7 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 		case canceled:
 			f.resolve(Args{}, ErrCanceled)
 		case code != "":
-			f.resolve(Args{}, &Error{Code: code, Info: r.state.errorInfo})
+			f.resolve(Args{}, &Error{Code: code, Info: r.st().errorInfo})
 		default:
 			f.resolve(Args{args}.detach(), nil)
 		}
@@ -628,7 +628,7 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 // recordStack saves the entry PCs of the step functions on th's stack,
 // innermost last, as the flow's async_stack.
 func (l *Loop) recordStack(r *root, th *Node) {
-	s := r.state.stack[:0]
+	s := r.st().stack[:0]
 	for f := th.Top(); f != nil; f = f.Parent {
 		switch f.Op {
 		case opcodes.OpExec:
@@ -644,7 +644,7 @@ func (l *Loop) recordStack(r *root, th *Node) {
 	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
 		s[i], s[j] = s[j], s[i]
 	}
-	r.state.stack = s
+	r.st().stack = s
 }
 
 // funcPC returns the entry PC of a func value (or of a func in an any).
@@ -672,7 +672,7 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 		if d != 0 {
 			if fn, ok := r.slots[d].v.(func(unsafe.Pointer)); ok {
 				if v := l.callDestroy(fn, p); v != nil {
-					r.state.recordPanic(v)
+					r.st().recordPanic(v)
 				}
 			}
 			r.freeSlot(d)

@@ -484,7 +484,7 @@ func (l *Loop) fire(slot, gen uint32) {
 			return
 		}
 		n.SetTimerSlot(0)
-		r.state.recordError(Timeout, "")
+		r.st().recordError(Timeout, "")
 		l.raise(r, threadOf(n), Timeout)
 	}
 }

@@ -88,12 +88,12 @@ func (l *Loop) resume(in *inbound) {
 	}
 	th := threadOf(n)
 	if in.code != "" {
-		r.state.recordError(in.code, in.info)
+		r.st().recordError(in.code, in.info)
 		l.raise(r, th, in.code)
 		return
 	}
 	if n.Head != nil || n.Flags&opcodes.FlagChild != 0 {
-		r.state.recordError(InternalError, "Resumer.Success on a step whose sub-steps run")
+		r.st().recordError(InternalError, "Resumer.Success on a step whose sub-steps run")
 		l.raise(r, th, InternalError)
 		return
 	}

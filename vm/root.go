@@ -39,7 +39,7 @@ type root struct {
 	status  uint8
 	spawned bool
 	future  *Future
-	state   State
+	state   *State // allocated on first use: most flows never touch it
 	allocs  stackalloc.List
 }
 
@@ -132,7 +132,9 @@ func (l *Loop) release(r *root) {
 	r.runEpoch++
 	r.resetRun()
 	r.base = nil
-	r.state.reset()
+	if r.state != nil {
+		r.state.reset()
+	}
 	r.spawned = false
 	r.future = nil
 	r.mem.live = false
@@ -227,4 +229,13 @@ func (r *root) freeQueue(n *Node) {
 		}
 		r.freeNode(s)
 	}
+}
+
+// st returns the root's state, allocating it the first time; a pooled root
+// keeps it.
+func (r *root) st() *State {
+	if r.state == nil {
+		r.state = new(State)
+	}
+	return r.state
 }

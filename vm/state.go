@@ -91,6 +91,9 @@ func (s *State) reset() {
 
 // copyMissing copies the variables of m that s lacks (CopyFrom).
 func (s *State) copyMissing(m *State) {
+	if m == nil {
+		return
+	}
 	for k, v := range m.vars {
 		if _, ok := s.vars[k]; !ok {
 			s.Set(k, v)

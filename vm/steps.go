@@ -82,7 +82,7 @@ func (as AsyncSteps) State() *State {
 	if !as.Valid() {
 		return nil
 	}
-	return &as.r.state
+	return as.r.st()
 }
 
 // misuse reports a violation of the API (FTN12 2.1). Called from a step's
@@ -100,12 +100,12 @@ func (l *Loop) misuse(r *root, info string) {
 		// canceled or unwound, which must not turn into running error
 		// handlers. Record the misuse only.
 		if r != nil {
-			r.state.recordError(InternalError, info)
+			r.st().recordError(InternalError, info)
 		}
 		return
 	}
 	if r != nil && r.status == rootRunning {
-		r.state.recordError(InternalError, info)
+		r.st().recordError(InternalError, info)
 		l.raise(r, r.base, InternalError)
 	}
 }
@@ -349,7 +349,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		code = InternalError
 	}
 	if n.Flags&opcodes.FlagCanceling == 0 {
-		r.state.recordError(code, inf)
+		r.st().recordError(code, inf)
 	}
 	if n == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
 		l.pend.code = code
@@ -529,7 +529,7 @@ func (as AsyncSteps) CopyFrom(model AsyncSteps) AsyncSteps {
 	if m.base != nil {
 		r.copyQueue(q, m, m.base)
 	}
-	r.state.copyMissing(&m.state)
+	r.st().copyMissing(m.state)
 	return as
 }
 

@@ -119,7 +119,7 @@ func (l *Loop) stepSync(r *root, th, n *Node) {
 	switch {
 	case why != accepted:
 		e := &refusals[why]
-		r.state.recordError(e.code, e.info)
+		r.st().recordError(e.code, e.info)
 		l.raise(r, th, e.code)
 	case n.B != syncQueued:
 		l.step(r, th) // the section, in this turn, with the values n received
