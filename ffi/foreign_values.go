@@ -80,18 +80,8 @@ func toForeign(vals []vm.Value, a *cargs) string {
 		b := &a[i]
 		u := unsafe.Pointer(&b.u)
 		switch v.Kind() {
-		case vm.KindInt:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_INT64]
-			*(*int64)(u) = v.Int()
-		case vm.KindUint:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_UINT64]
-			*(*uint64)(u) = v.Uint()
-		case vm.KindFloat:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_DOUBLE]
-			*(*float64)(u) = v.Float()
-		case vm.KindBool:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_BOOL]
-			*(*bool)(u) = v.Bool()
+		case vm.KindInt, vm.KindUint, vm.KindFloat, vm.KindBool:
+			putScalar(b, v)
 		case vm.KindString, vm.KindBytes:
 			data := v.Bytes()
 			p := C.malloc(C.size_t(len(data) + 1))

@@ -104,18 +104,8 @@ func cArgs(as vm.AsyncSteps, args vm.Args) *C.FutoInArgs {
 		v, b := args.Get(i), &a[i]
 		u := unsafe.Pointer(&b.u)
 		switch v.Kind() {
-		case vm.KindInt:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_INT64]
-			*(*int64)(u) = v.Int()
-		case vm.KindUint:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_UINT64]
-			*(*uint64)(u) = v.Uint()
-		case vm.KindFloat:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_DOUBLE]
-			*(*float64)(u) = v.Float()
-		case vm.KindBool:
-			b.typ = &C.stepvm_base_types[C.FTN_TYPE_BOOL]
-			*(*bool)(u) = v.Bool()
+		case vm.KindInt, vm.KindUint, vm.KindFloat, vm.KindBool:
+			putScalar(b, v)
 		case vm.KindString, vm.KindBytes:
 			b.typ = &C.stepvm_base_types[C.FTN_TYPE_STRING]
 			if v.Kind() == vm.KindBytes {
@@ -381,4 +371,24 @@ func array(base uint8, u *uint64, length uint32) (vm.Value, int, string) {
 		v = slices.Clone(unsafe.Slice((*float64)(p), n))
 	}
 	return vm.Any(v), dispCopied, ""
+}
+
+// putScalar stores a scalar Value (int, uint, float, bool) in b as the
+// FutoIn base type of its kind.
+func putScalar(b *binval, v vm.Value) {
+	u := unsafe.Pointer(&b.u)
+	switch v.Kind() {
+	case vm.KindInt:
+		b.typ = &C.stepvm_base_types[C.FTN_TYPE_INT64]
+		*(*int64)(u) = v.Int()
+	case vm.KindUint:
+		b.typ = &C.stepvm_base_types[C.FTN_TYPE_UINT64]
+		*(*uint64)(u) = v.Uint()
+	case vm.KindFloat:
+		b.typ = &C.stepvm_base_types[C.FTN_TYPE_DOUBLE]
+		*(*float64)(u) = v.Float()
+	case vm.KindBool:
+		b.typ = &C.stepvm_base_types[C.FTN_TYPE_BOOL]
+		*(*bool)(u) = v.Bool()
+	}
 }
