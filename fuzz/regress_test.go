@@ -6,11 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
-	"weak"
 
 	"github.com/stepvm/stepvm/fuzz/prog"
-	"github.com/stepvm/stepvm/vm"
 )
 
 // openBugs are the repro programs of testdata/bugs whose bug (BUGS.md) is
@@ -40,61 +37,6 @@ func TestBugRepros(t *testing.T) {
 			}
 			check(t, p, Options{GC: true})
 		})
-	}
-}
-
-// BUG-F1: a flow's queued turn is dropped when it reuses a run-queue entry
-// that held an Immediate.
-func TestBugF1RunQueueEntryReuse(t *testing.T) {
-	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
-	l.Immediate(func() {})
-	root := l.NewSteps()
-	n := 0
-	root.Repeat(100, func(as vm.AsyncSteps, i int) {
-		as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { n++ })
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	select {
-	case <-f.Done():
-	default:
-		t.Fatalf("flow stalled after %d of 100 branches", n)
-	}
-}
-
-// BUG-F2: a stale run-queue turn of a freed branch runs on reused memory.
-func TestBugF2StaleBranchTask(t *testing.T) {
-	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
-	root := l.NewSteps()
-	ran := false
-	p := root.Parallel(func(as vm.AsyncSteps, code string) {
-		as.Add(func(vm.AsyncSteps, vm.Args) { ran = true })
-	})
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") })
-	p.SuccessStep()
-	f := root.Promise()
-	l.RunUntilIdle()
-	if _, err := f.Wait(t.Context()); err != nil || !ran {
-		t.Fatalf("ran=%v err=%v; want the handler's step to run and the flow to succeed", ran, err)
-	}
-}
-
-// BUG-F3: a root the loop can reach is never collected, and neither is the
-// loop.
-func TestBugF3LoopWithPooledRootIsCollected(t *testing.T) {
-	var w weak.Pointer[vm.Loop]
-	func() {
-		l := vm.NewLoop()
-		l.NewSteps().Release() // the released root waits in the loop's pool
-		l.Close()
-		w = weak.Make(l)
-	}()
-	for i := 0; i < 10 && w.Value() != nil; i++ {
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
-	if w.Value() != nil {
-		t.Fatal("a closed, dropped loop with a pooled root is never collected")
 	}
 }
 

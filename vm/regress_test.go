@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stepvm/stepvm/arena"
 	"github.com/stepvm/stepvm/vm"
@@ -189,5 +190,24 @@ func TestRegressErrorAfterAdd(t *testing.T) {
 	if _, err := f.Wait(t.Context()); !errors.Is(err, vm.ErrInternal) ||
 		!strings.Contains(root.State().ErrorInfo(), "Error(Mine) after sub-steps") {
 		t.Fatalf("err = %v (info %q), want InternalError naming the misuse", err, root.State().ErrorInfo())
+	}
+}
+
+// BUG-F3: a dropped loop, closed, with a released root in its pool, is
+// collected: nothing the runtime keeps for its roots points back at it.
+func TestRegressLoopWithPooledRootIsCollected(t *testing.T) {
+	var w weak.Pointer[vm.Loop]
+	func() {
+		l := vm.NewLoop()
+		l.NewSteps().Release() // the released root waits in the loop's pool
+		l.Close()
+		w = weak.Make(l)
+	}()
+	for i := 0; i < 50 && w.Value() != nil; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if w.Value() != nil {
+		t.Fatal("a closed, dropped loop with a pooled root was not collected")
 	}
 }
