@@ -211,3 +211,35 @@ func TestRegressLoopWithPooledRootIsCollected(t *testing.T) {
 		t.Fatal("a closed, dropped loop with a pooled root was not collected")
 	}
 }
+
+// WithRootPool bounds the roots a loop keeps after Release; the rest are
+// dropped (and their arenas returned), and new roots still work.
+func TestRootPoolSize(t *testing.T) {
+	l := vm.NewLoop(vm.WithRootPool(3))
+	roots := make([]vm.AsyncSteps, 10)
+	for i := range roots {
+		roots[i] = l.NewSteps()
+		roots[i].Add(emptyStep)
+		roots[i].Execute()
+	}
+	l.RunUntilIdle()
+	for _, r := range roots {
+		r.Release()
+	}
+	if s := l.Stats(); s.PooledRoots != 3 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
+		t.Fatalf("after releasing 10 roots with a pool of 3: %+v", s)
+	}
+	for _, r := range roots {
+		if r.Valid() {
+			t.Fatal("a released root is still valid")
+		}
+	}
+	as := l.NewSteps()
+	ran := false
+	as.Add(func(vm.AsyncSteps, vm.Args) { ran = true })
+	as.Execute()
+	l.RunUntilIdle()
+	if !ran || l.Stats().PooledRoots != 2 {
+		t.Fatalf("ran=%v pooled=%d after reusing a pooled root", ran, l.Stats().PooledRoots)
+	}
+}

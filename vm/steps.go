@@ -573,29 +573,3 @@ func (r *root) copySlot(m *root, i uint32) uint32 {
 	r.slots[j].s = m.slots[i].s
 	return j
 }
-
-// flow identifies the thread of execution a step runs in: its root and the
-// base frame of its thread (the main thread, or one parallel branch). Sync
-// primitives use it for re-entrance: branches are separate flows.
-type flow struct {
-	r  *root
-	th *Node
-	// epoch and seq tell a live flow from a later one reusing the memory.
-	epoch uint32
-	seq   uint32
-}
-
-// flowOf returns the flow of a running step.
-func (as AsyncSteps) flowOf() (flow, bool) {
-	n, ok := as.frame()
-	if !ok {
-		return flow{}, false
-	}
-	th := threadOf(n)
-	return flow{r: as.r, th: th, epoch: as.r.runEpoch, seq: th.Seq}, true
-}
-
-// alive reports whether f still runs.
-func (f flow) alive() bool {
-	return f.r != nil && f.r.runEpoch == f.epoch && f.th.Seq == f.seq
-}
