@@ -8,9 +8,10 @@ import (
 // Arena is a chunked bump allocator with per-size-class free lists over
 // off-heap memory. The zero value is not usable; call Init.
 //
-// Blocks of up to maxClass (16 KiB) bytes are carved from bump chunks whose
-// size starts at 256 bytes and doubles up to 64 KiB, so an idle flow costs
-// little and a busy one takes few chunks. A freed block goes onto the free
+// Blocks of up to maxClass (16 KiB) bytes are carved from bump chunks of
+// 256 bytes, 256 again, then doubling up to 64 KiB, so an idle flow costs
+// little, one waiting a few levels deep costs two small chunks, and a busy
+// one takes few chunks. A freed block goes onto the free
 // list of its class, its link stored in the block itself; Alloc pops from
 // that list before bumping. Larger blocks get a dedicated chunk each, given
 // back to the source by Free.
@@ -19,10 +20,13 @@ import (
 // after first use.
 type Arena struct {
 	// Alloc and Free of the small classes touch only the first cache line:
-	// the accounting and the heads of the first free lists.
+	// the accounting and the heads of the first free lists. The heads of
+	// the other classes are allocated when a block of one is first freed:
+	// most arenas never free one, and an arena's header is paid per flow.
 	acct  *Account
 	inUse int64
-	free  [numClasses]unsafe.Pointer // free-list heads; link in the block's first word
+	small [inlineHeads]unsafe.Pointer               // free-list heads; link in the block's first word
+	more  *[numClasses - inlineHeads]unsafe.Pointer // heads of the larger classes, or nil
 
 	cur *chunk  // chunk being bumped; nil iff chunks is nil
 	off uintptr // next free byte of cur, as an offset from cur
@@ -83,10 +87,14 @@ func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 	}
 	c := classOf(size)
 	n := classSize[c]
-	p := a.free[c]
+	h := a.head(c)
+	var p unsafe.Pointer
+	if h != nil {
+		p = *h
+	}
 	switch {
 	case p != nil:
-		a.free[c] = *(*unsafe.Pointer)(p)
+		*h = *(*unsafe.Pointer)(p)
 	case a.off+n <= a.lim:
 		p = unsafe.Add(unsafe.Pointer(a.cur), a.off)
 		a.off += n
@@ -111,8 +119,12 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 		return
 	}
 	c := classOf(size)
-	*(*unsafe.Pointer)(p) = a.free[c]
-	a.free[c] = p
+	if c >= inlineHeads && a.more == nil {
+		a.more = new([numClasses - inlineHeads]unsafe.Pointer)
+	}
+	h := a.head(c)
+	*(*unsafe.Pointer)(p) = *h
+	*h = p
 	n := int64(classSize[c])
 	a.inUse -= n
 	if a.acct != nil {
@@ -120,18 +132,35 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 	}
 }
 
+// head returns the free-list head of class c, or nil if the heads of the
+// larger classes are not allocated yet.
+func (a *Arena) head(c int) *unsafe.Pointer {
+	if c < inlineHeads {
+		return &a.small[c]
+	}
+	if a.more == nil {
+		return nil
+	}
+	return &a.more[c-inlineHeads]
+}
+
 // refill makes a chunk with room for an n-byte block current and returns
 // that block. It moves to the next chunk kept by Reset if the block fits
-// there; otherwise it takes a new chunk, twice the size of the current one
-// (capped at maxChunk, but large enough for the block), and links it right
-// after the current one. The tail of the old chunk is left unused.
+// there; otherwise it takes a new chunk, as large as the first one or twice
+// the size of the current one (capped at maxChunk, but large enough for the
+// block), and links it right after the current one. The tail of the old
+// chunk is left unused.
 func (a *Arena) refill(n uintptr) unsafe.Pointer {
 	need := chunkHdr + n
 	if a.cur != nil && a.cur.next != nil && a.cur.next.size >= need {
 		a.cur = a.cur.next
 	} else {
 		size := uintptr(firstChunk)
-		if a.cur != nil {
+		switch {
+		case a.cur == nil:
+		case a.cur == a.chunks: // the second chunk: see the Arena comment
+			size = a.cur.size
+		default:
 			size = min(2*a.cur.size, maxChunk)
 		}
 		size = max(size, roundPow2(need))
@@ -209,7 +238,10 @@ func (a *Arena) charge(delta int64) {
 // charged to its account.
 func (a *Arena) Reset() {
 	a.dropLarge()
-	a.free = [numClasses]unsafe.Pointer{}
+	a.small = [inlineHeads]unsafe.Pointer{}
+	if a.more != nil {
+		*a.more = [numClasses - inlineHeads]unsafe.Pointer{}
+	}
 	var kept uintptr
 	var last *chunk
 	c := a.chunks

@@ -19,6 +19,10 @@ const (
 const (
 	smallClasses = 256 / align
 	numClasses   = smallClasses + 6 // 512, 1 Ki, 2 Ki, 4 Ki, 8 Ki, 16 Ki
+
+	// inlineHeads is the number of classes, from the smallest, whose
+	// free-list heads an Arena holds inline: blocks up to 64 bytes.
+	inlineHeads = 4
 )
 
 // classSize[c] is the size of the blocks of class c.

@@ -155,13 +155,13 @@ func (l *Loop) step(r *root, th *Node) {
 	th.SetTop(n)
 	switch n.Op {
 	case opcodes.OpExec:
-		fn, _ := r.slots[n.Fn].v.(ExecFunc)
+		fn, _ := r.slots[n.Fn].(ExecFunc)
 		as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
 		thSeq := th.Seq
 		p := l.callExec(fn, as, Args{l.argsCur})
 		l.after(r, th, thSeq, as, p)
 	case opcodes.OpSuccess:
-		vals, _ := r.slots[n.Fn].v.(*argBuf)
+		vals, _ := r.slots[n.Fn].(*argBuf)
 		l.complete(r, th, n, vals)
 	case opcodes.OpParallel:
 		l.startParallel(r, th, n)
@@ -326,7 +326,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		r.freeQueue(f)
 	}
 	epoch, seq := r.runEpoch, f.Seq
-	h, _ := r.slots[f.Err].v.(ErrorFunc)
+	h, _ := r.slots[f.Err].(ErrorFunc)
 	f.Flags |= opcodes.FlagInError
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
 	if r.runEpoch != epoch {
@@ -386,7 +386,7 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 			f.SetTimerSlot(0)
 		}
 		if cs := f.CancelSlot(); cs != 0 {
-			h, _ := r.slots[cs].v.(CancelFunc)
+			h, _ := r.slots[cs].(CancelFunc)
 			f.SetCancelSlot(0)
 			r.freeSlot(cs)
 			seq := f.Seq
@@ -505,8 +505,8 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 		l.leave(nil, prev)
 	}()
 	epoch := r.runEpoch
-	rep, _ := r.slots[L.Fn].v.(func(AsyncSteps, int))
-	loop, _ := r.slots[L.Fn].v.(func(AsyncSteps))
+	rep, _ := r.slots[L.Fn].(func(AsyncSteps, int))
+	loop, _ := r.slots[L.Fn].(func(AsyncSteps))
 	for budget := inlineBudget; ; budget-- {
 		if L.Op == opcodes.OpRepeat && L.A >= L.B {
 			*as = AsyncSteps{}
@@ -556,7 +556,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
 	var target *Node
 	for f := th.Top(); f != nil; f = f.Parent {
-		if f.Op.IsLoop() && (label == "" || r.slots[f.Err].s == label) {
+		if f.Op.IsLoop() && (label == "" || r.label(f.Err) == label) {
 			target = f
 			break
 		}
@@ -632,11 +632,11 @@ func (l *Loop) recordStack(r *root, th *Node) {
 	for f := th.Top(); f != nil; f = f.Parent {
 		switch f.Op {
 		case opcodes.OpExec:
-			if fn, ok := r.slots[f.Fn].v.(ExecFunc); ok {
+			if fn, ok := r.slots[f.Fn].(ExecFunc); ok {
 				s = append(s, funcPC(fn))
 			}
 		case opcodes.OpLoop, opcodes.OpRepeat:
-			if v := r.slots[f.Fn].v; v != nil {
+			if v := r.slots[f.Fn]; v != nil {
 				s = append(s, funcPC(v))
 			}
 		}
@@ -670,7 +670,7 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 			break
 		}
 		if d != 0 {
-			if fn, ok := r.slots[d].v.(func(unsafe.Pointer)); ok {
+			if fn, ok := r.slots[d].(func(unsafe.Pointer)); ok {
 				if v := l.callDestroy(fn, p); v != nil {
 					r.st().recordPanic(v)
 				}

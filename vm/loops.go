@@ -23,7 +23,8 @@ func (as AsyncSteps) addLoop(op opcodes.Op, body any, count uint64, label []stri
 	n := r.newNode(op)
 	n.Fn = r.put(body)
 	if len(label) > 0 && label[0] != "" {
-		n.Err = r.putLabel(label[0])
+		n.Err = r.put(nil)
+		r.setLabel(n.Err, label[0])
 	}
 	n.B = count
 	q.Push(n)

@@ -24,7 +24,7 @@ type root struct {
 	// cache lines when thousands of flows take turns.
 	mem       *rootMem
 	base      *Node // OpRoot frame: level 0 queue and the main thread
-	slots     []slot
+	slots     []any // Go values of the steps, by Node.Fn and Node.Err; 0 is none
 	freeSlots []uint32
 	liveSlots int32  // slots in use; 0 means every slot is nil
 	seq       uint32 // last Node.Seq handed out
@@ -41,6 +41,15 @@ type root struct {
 	future  *Future
 	state   *State // allocated on first use: most flows never touch it
 	allocs  stackalloc.List
+
+	// labels holds the loop labels by slot number; it is allocated when a
+	// labelled loop is first added, so that a slot is one interface value.
+	labels *[]string
+
+	// The first backing arrays of slots and freeSlots: a flow of a few
+	// steps, such as one waiting in a loop, needs no other heap object.
+	slotBuf [4]any
+	freeBuf [4]uint32
 }
 
 // rootMem is the part of a root the GC cleanup needs; it must not point
@@ -53,13 +62,6 @@ type rootMem struct {
 	a    arena.Arena
 	l    weak.Pointer[Loop]
 	live bool // counted in the loop's roots; loop goroutine only
-}
-
-// slot holds the Go values of one step: a closure, an error handler, boxed
-// values, or a loop label.
-type slot struct {
-	v any
-	s string
 }
 
 // NewSteps returns a new root, drawn from the loop's pool. Release it when
@@ -81,7 +83,8 @@ func (l *Loop) newRoot() *root {
 		r.base.SetTop(r.base)
 		return r
 	}
-	r := &root{l: l, mem: &rootMem{l: l.self, live: true}, slots: make([]slot, 1, 4)}
+	r := &root{l: l, mem: &rootMem{l: l.self, live: true}}
+	r.slots, r.freeSlots = r.slotBuf[:1], r.freeBuf[:0]
 	r.mem.a.Init(l.acct)
 	runtime.AddCleanup(r, reclaim, r.mem)
 	r.base = r.newNode(opcodes.OpRoot)
@@ -158,13 +161,14 @@ func (r *root) resetRun() {
 	}
 	r.base = nil
 	r.allocs.Reset()
-	if r.liveSlots == 0 {
-		r.slots = r.slots[:1]
-	} else {
+	if r.liveSlots != 0 {
 		clear(r.slots)
-		r.slots = r.slots[:1]
+		if r.labels != nil {
+			clear(*r.labels)
+		}
 		r.liveSlots = 0
 	}
+	r.slots = r.slots[:1]
 	r.freeSlots = r.freeSlots[:0]
 	if r.mem.a.InUse() != 0 || r.mem.a.Reserved() > arena.KeepBytes {
 		r.mem.a.Reset()
@@ -177,25 +181,42 @@ func (r *root) put(v any) uint32 {
 	if k := len(r.freeSlots); k > 0 {
 		i := r.freeSlots[k-1]
 		r.freeSlots = r.freeSlots[:k-1]
-		r.slots[i].v = v
+		r.slots[i] = v
 		return i
 	}
-	r.slots = append(r.slots, slot{v: v})
+	r.slots = append(r.slots, v)
 	return uint32(len(r.slots) - 1)
-}
-
-func (r *root) putLabel(label string) uint32 {
-	i := r.put(nil)
-	r.slots[i].s = label
-	return i
 }
 
 func (r *root) freeSlot(i uint32) {
 	if i != 0 {
-		r.slots[i] = slot{}
+		r.slots[i] = nil
+		if r.labels != nil && i < uint32(len(*r.labels)) {
+			(*r.labels)[i] = ""
+		}
 		r.freeSlots = append(r.freeSlots, i)
 		r.liveSlots--
 	}
+}
+
+// setLabel attaches a loop label to slot i.
+func (r *root) setLabel(i uint32, label string) {
+	if r.labels == nil {
+		r.labels = new([]string)
+	}
+	t := r.labels
+	if k := int(i) + 1; k > len(*t) {
+		*t = append(*t, make([]string, k-len(*t))...)
+	}
+	(*t)[i] = label
+}
+
+// label returns the loop label of slot i, "" if none.
+func (r *root) label(i uint32) string {
+	if r.labels != nil && i < uint32(len(*r.labels)) {
+		return (*r.labels)[i]
+	}
+	return ""
 }
 
 func (r *root) newNode(op opcodes.Op) *Node {

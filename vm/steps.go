@@ -419,7 +419,7 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 	}
 	r := as.r
 	if cs := n.CancelSlot(); cs != 0 {
-		r.slots[cs].v = fn
+		r.slots[cs] = fn
 		return
 	}
 	n.SetCancelSlot(r.put(fn))
@@ -569,7 +569,9 @@ func (r *root) copySlot(m *root, i uint32) uint32 {
 	if i == 0 {
 		return 0
 	}
-	j := r.put(m.slots[i].v)
-	r.slots[j].s = m.slots[i].s
+	j := r.put(m.slots[i])
+	if l := m.label(i); l != "" {
+		r.setLabel(j, l)
+	}
 	return j
 }
