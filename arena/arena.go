@@ -28,9 +28,9 @@ type Arena struct {
 	small [inlineHeads]unsafe.Pointer               // free-list heads; link in the block's first word
 	more  *[numClasses - inlineHeads]unsafe.Pointer // heads of the larger classes, or nil
 
-	cur *chunk  // chunk being bumped; nil iff chunks is nil
-	off uintptr // next free byte of cur, as an offset from cur
-	lim uintptr // cur's size: bumping stops there
+	cur *chunk // chunk being bumped; nil iff chunks is nil
+	off uint32 // next free byte of cur, as an offset from cur
+	lim uint32 // cur's size: bumping stops there (bump chunks are <= maxChunk)
 
 	chunks *chunk // bump chunks, oldest first; cur is one of them
 	large  *large // dedicated chunks, doubly linked
@@ -95,13 +95,13 @@ func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 	switch {
 	case p != nil:
 		*h = *(*unsafe.Pointer)(p)
-	case a.off+n <= a.lim:
+	case uintptr(a.off)+n <= uintptr(a.lim):
 		p = unsafe.Add(unsafe.Pointer(a.cur), a.off)
-		a.off += n
+		a.off += uint32(n)
 	default:
 		p = a.refill(n)
 	}
-	clear(unsafe.Slice((*byte)(p), n))
+	zero(p, n)
 	a.inUse += int64(n)
 	if a.acct != nil {
 		a.acct.InUse += int64(n)
@@ -129,6 +129,23 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 	a.inUse -= n
 	if a.acct != nil {
 		a.acct.InUse -= n
+	}
+}
+
+// zero clears the n-byte block p. Blocks of up to 64 bytes, the common
+// case, are cleared with inline stores rather than a call to memclr.
+func zero(p unsafe.Pointer, n uintptr) {
+	switch n {
+	case 16:
+		*(*[2]uint64)(p) = [2]uint64{}
+	case 32:
+		*(*[4]uint64)(p) = [4]uint64{}
+	case 48:
+		*(*[6]uint64)(p) = [6]uint64{}
+	case 64:
+		*(*[8]uint64)(p) = [8]uint64{}
+	default:
+		clear(unsafe.Slice((*byte)(p), n))
 	}
 }
 
@@ -176,7 +193,7 @@ func (a *Arena) refill(n uintptr) unsafe.Pointer {
 		a.cur = c
 		a.charge(int64(size))
 	}
-	a.off, a.lim = need, a.cur.size
+	a.off, a.lim = uint32(need), uint32(a.cur.size)
 	return unsafe.Add(unsafe.Pointer(a.cur), chunkHdr)
 }
 
@@ -262,7 +279,7 @@ func (a *Arena) Reset() {
 	}
 	a.cur, a.off, a.lim = a.chunks, 0, 0
 	if a.cur != nil {
-		a.off, a.lim = chunkHdr, a.cur.size
+		a.off, a.lim = uint32(chunkHdr), uint32(a.cur.size)
 	}
 	if a.acct != nil {
 		a.acct.InUse -= a.inUse
