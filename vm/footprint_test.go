@@ -1,0 +1,49 @@
+package vm_test
+
+import (
+	"testing"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// TestWaitingLoopFootprint pins the arena cost of the flow shape the
+// ParallelWaitLoop benchmark holds by the thousand: a loop whose body waits
+// for an external event with one more step queued. It takes five nodes
+// (root, loop, iteration, waiting step, queued step), which must fit the
+// arena's first two 256-byte chunks.
+func TestWaitingLoopFootprint(t *testing.T) {
+	const flows = 1000
+	l := vm.NewLoop()
+	defer l.Close()
+	var waiting []vm.AsyncSteps
+	body := func(as vm.AsyncSteps) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.WaitExternal()
+			waiting = append(waiting, as)
+		})
+		as.Add(func(vm.AsyncSteps, vm.Args) {})
+	}
+	roots := make([]vm.AsyncSteps, flows)
+	for i := range roots {
+		roots[i] = l.NewSteps()
+		roots[i].Loop(body)
+		roots[i].Execute()
+	}
+	l.RunUntilIdle()
+	if len(waiting) != flows {
+		t.Fatalf("%d flows wait, want %d", len(waiting), flows)
+	}
+	s := l.Stats()
+	if got := s.ArenaInUse / flows; got != 5*64 {
+		t.Errorf("arena bytes in use per waiting flow = %d, want %d (five 64-byte nodes)", got, 5*64)
+	}
+	if got := s.ArenaReserved / flows; got > 512 {
+		t.Errorf("arena bytes reserved per waiting flow = %d, want at most 512", got)
+	}
+	for _, as := range roots {
+		as.Release()
+	}
+	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
+		t.Fatalf("after Release: ArenaInUse %d, LiveRoots %d, want 0", s.ArenaInUse, s.LiveRoots)
+	}
+}
