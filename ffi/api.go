@@ -73,12 +73,11 @@ func stepvmStateVariable(bsi *C.FutoInAsyncSteps, data C.uintptr_t, name *C.char
 	return c.stateVariable(e, data, name, allocate, cleanup)
 }
 
-// stackHeader precedes the memory stack hands to C: the C cleanup and the
-// id of the loop to run it for. 16 bytes keep the memory 16-byte aligned.
+// stackHeader precedes the memory stack hands to C: the C cleanup. 16
+// bytes keep the memory 16-byte aligned.
 type stackHeader struct {
 	cleanup C.stepvm_stack_cleanup_fn
-	loop    C.uint32_t
-	_       uint32
+	_       uint64
 }
 
 //export stepvmStack
@@ -93,25 +92,23 @@ func stepvmStack(bsi *C.FutoInAsyncSteps, size C.size_t, cleanup C.stepvm_stack_
 		c.misuse("stack: size beyond any plausible allocation")
 		return nil
 	}
-	p := e.as.StackRaw(int(unsafe.Sizeof(stackHeader{}))+int(size), destroyStack)
+	var destroy func(unsafe.Pointer)
+	if cleanup != nil {
+		destroy = e.ls.onStackEnd
+	}
+	p := e.as.StackRaw(int(unsafe.Sizeof(stackHeader{}))+int(size), destroy)
 	if p == nil {
 		return nil
 	}
-	h := (*stackHeader)(p)
-	h.cleanup, h.loop = cleanup, e.ls.id
+	(*stackHeader)(p).cleanup = cleanup
 	return unsafe.Add(p, unsafe.Sizeof(stackHeader{}))
 }
 
 // destroyStack runs the C cleanup of memory stack handed out; the VM calls
-// it as the step ends.
-func destroyStack(p unsafe.Pointer) {
-	h := (*stackHeader)(p)
-	if h.cleanup == nil {
-		return
-	}
-	ls := loopByID(h.loop)
+// it (as ls.onStackEnd) as the step ends.
+func (ls *loopState) destroyStack(p unsafe.Pointer) {
 	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
-	C.stepvm_call_stack_cleanup(h.cleanup, unsafe.Add(p, unsafe.Sizeof(stackHeader{})), ls.id)
+	C.stepvm_call_stack_cleanup((*stackHeader)(p).cleanup, unsafe.Add(p, unsafe.Sizeof(stackHeader{})), ls.id)
 	ls.settle(s)
 }
 

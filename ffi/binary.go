@@ -73,28 +73,30 @@ func Wrap(p unsafe.Pointer) vm.AsyncSteps {
 // bindFrame returns a new record for the live frame as, released when the
 // frame ends, or nil if as is not a live frame.
 func bindFrame(ls *loopState, as vm.AsyncSteps) *C.FutoInAsyncSteps {
-	p := vm.FrameAlloc(as, 8, releaseAtEnd)
+	p := vm.FrameAlloc(as, 8, ls.onFrameEnd)
 	if p == nil {
 		return nil
 	}
 	e := newEntry(ls, as, kindFrame)
-	*(*uint32)(p) = e.idx
+	*(*uint32)(p) = e.pos
 	return e.bsi()
 }
 
-// releaseAtEnd releases the record whose index p holds; the VM calls it as
-// the frame the record was bound to ends.
-func releaseAtEnd(p unsafe.Pointer) {
-	entryAt(*(*uint32)(p)).release()
+// releaseFrame releases the record whose position in ls's blocks p holds;
+// the VM calls it (as ls.onFrameEnd) as the frame the record was bound
+// to ends.
+func (ls *loopState) releaseFrame(p unsafe.Pointer) {
+	pos := *(*uint32)(p)
+	ls.blocks[pos/blockSize][pos%blockSize].release()
 }
 
 // bindAccessor returns a record for the parallel accessor as. It lives as
 // long as the step whose C function is running (the one that called
 // parallel), or, when none runs, as long as the root.
 func (ls *loopState) bindAccessor(as vm.AsyncSteps) *C.FutoInAsyncSteps {
-	if p := vm.FrameAlloc(ls.frame, 8, releaseAtEnd); p != nil {
+	if p := vm.FrameAlloc(ls.frame, 8, ls.onFrameEnd); p != nil {
 		e := newEntry(ls, as, kindAccessor)
-		*(*uint32)(p) = e.idx
+		*(*uint32)(p) = e.pos
 		return e.bsi()
 	}
 	ri := ls.root(vm.RootOf(as))

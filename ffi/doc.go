@@ -21,6 +21,21 @@
 // only after 512 other records its loop released, so an expired record
 // cannot name another step unless C keeps it across that many.
 //
+// What package ffi keeps for a loop that runs C code (the records of its
+// steps and roots, the C state variables of its roots, the C callbacks it
+// scheduled) hangs off the loop, and nothing global holds it: a loop the
+// program drops, closed or not, flows waiting or not, is collected as it
+// would be without C code, and that state with it. Its records turn stale,
+// like those of ended steps, and go to other loops only once 512 other
+// records of collected loops have come back. The C state variables of its
+// roots never released are destroyed, and the custom objects its flows
+// held cleaned up, on a goroutine of the garbage collector and for no
+// loop: calls they make into stepvm are ignored. The C callbacks it
+// scheduled never run, as on any loop that is not run again. C code names
+// the loop it runs for by an id, a serial number given again only after
+// 2^32 more loops, so a call or a FutoInHandle that reports a collected
+// loop finds nothing.
+//
 // # Calls from C
 //
 // C has no exceptions. handle_error, breakLoop and continueLoop called from

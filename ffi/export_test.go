@@ -2,6 +2,46 @@
 
 package ffi
 
+import "github.com/stepvm/stepvm/vm"
+
 // ForeignLive returns how many Go objects the table of ids foreign engines
 // refer to holds.
 func ForeignLive() int { return fxLive() }
+
+// LoopsLive returns how many loops the registry of loop ids holds.
+func LoopsLive() int { return loopsLive() }
+
+// LoopID returns the id C code reports for l, or 0 if ffi has no state
+// for l.
+func LoopID(l *vm.Loop) uint32 {
+	if ls := knownLoop(l); ls != nil {
+		return uint32(ls.id)
+	}
+	return 0
+}
+
+// LiveLoopIDs returns the ids the registry holds.
+func LiveLoopIDs() map[uint32]bool {
+	loops.mu.Lock()
+	defer loops.mu.Unlock()
+	ids := make(map[uint32]bool, len(loops.byID))
+	for id := range loops.byID {
+		ids[uint32(id)] = true
+	}
+	return ids
+}
+
+// RecordBlocks returns how many blocks of records are lent to loops that
+// have not been collected, and how many block numbers exist.
+func RecordBlocks() (lent, total int) {
+	p := records.slots.Load()
+	if p == nil {
+		return 0, 0
+	}
+	for n := range *p {
+		if blockOf(uint32(n)*blockSize) != nil {
+			lent++
+		}
+	}
+	return lent, len(*p)
+}

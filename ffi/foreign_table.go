@@ -22,7 +22,7 @@ import (
 var fx struct {
 	mu    sync.Mutex
 	slots []fxSlot
-	free  ring // released indexes, oldest first: an index is reused late
+	free  ring[uint32] // released indexes, oldest first: an index is reused late
 }
 
 type fxSlot struct {

@@ -98,7 +98,7 @@ func toForeign(vals []vm.Value, a *cargs) string {
 			b.length = uint32(len(data))
 		case vm.KindAny:
 			if o, ok := v.Any().(*Object); ok {
-				if o.st.ls == nil || !o.st.done.CompareAndSwap(false, true) {
+				if o.st.res == nil || !o.st.done.CompareAndSwap(false, true) {
 					return fmt.Sprintf("argument %d: a custom object that has been released, or that a foreign engine lent, cannot be passed on", i)
 				}
 				b.typ, b.u, b.custom, b.length = o.st.typ, o.st.u, o.st.custom, o.st.length

@@ -6,17 +6,25 @@ package ffi
 import "C"
 
 import (
+	"runtime"
 	"sync"
-	"sync/atomic"
+	"unsafe"
+	"weak"
 
 	"github.com/stepvm/stepvm/vm"
 )
 
-// loopState is what package ffi keeps per event loop. Like the loop, it
-// belongs to the loop's goroutine.
+// loopState is what package ffi keeps per event loop. It hangs off the
+// loop itself (vm.SetNativeLoopValue), and everything that points back at
+// the loop from it (its roots, records and tasks) is reachable only
+// through the loop: the loop and its state are collected together once the
+// program drops the loop. Nothing global holds either: the id registry
+// and the Objects hold its loopRes, which does not lead back. Like the
+// loop, a loopState belongs to the loop's goroutine.
 type loopState struct {
-	l  *vm.Loop
-	id C.uint32_t // what C code running for this loop reports; see ffi.h
+	l   *vm.Loop
+	id  C.uint32_t // what C code running for this loop reports; see ffi.h
+	res *loopRes
 
 	// The innermost C call made for this loop: the frame it runs for (zero
 	// when it is not a step), the values lent to it, which of them it
@@ -35,59 +43,135 @@ type loopState struct {
 	tasks     []*task
 	freeTasks []uint32
 
-	free ring // records this loop released, oldest first
+	blocks []*block     // the record blocks this loop owns; see records.go
+	fresh  []entry      // records of the newest block never handed out
+	free   ring[*entry] // records this loop released, oldest first
+
+	// releaseFrame and destroyStack, bound once: the VM calls them as the
+	// frames and stack memory handed to C end, always on this loop.
+	onFrameEnd, onStackEnd func(unsafe.Pointer)
 }
 
-// loopReg maps loops to their state, and ids (as C reports them) to states.
-// Entries are never removed: a loop that ran C code stays reachable, with
-// its state, for the life of the process. Loops are meant to live that long.
-var loopReg struct {
-	m    sync.Map // *vm.Loop -> *loopState
+// loopRes is the part of a loop's ffi state that its cleanup (loopGone)
+// needs once the loop has been collected: the loop's id, and the C
+// resources its flows still hold then. It must not lead back to the loop,
+// or the loop would never become unreachable: it reaches it through a
+// weak pointer only.
+type loopRes struct {
+	id C.uint32_t
+	ls weak.Pointer[loopState]
+
+	mu      sync.Mutex
+	vars    []*cvar     // C state variables of roots not released yet
+	orphans []*objState // dropped Objects whose cleanup waits for the loop
+	drain   func()      // releaseOrphans, bound once for Post
+}
+
+// loops maps the ids C code reports to loops. An id is a serial number:
+// unique among the loops that have ffi state, and handed out again only
+// after 2^32 more loops got one, so an id that C code (or a handle)
+// reports after its loop was collected finds nothing rather than another
+// loop. The map holds loopRes, which does not keep a loop alive; a loop's
+// entry goes when the loop is collected.
+var loops struct {
 	mu   sync.Mutex
-	byID atomic.Pointer[[]*loopState] // index id-1
+	byID map[C.uint32_t]*loopRes
+	last C.uint32_t
 }
-
-// lastLoop caches the state loopOf returned last: most programs run one
-// loop, or one per goroutine, so it mostly saves a map lookup.
-var lastLoop atomic.Pointer[loopState]
 
 // loopOf returns the state of l, creating it on first use.
 func loopOf(l *vm.Loop) *loopState {
-	if ls := lastLoop.Load(); ls != nil && ls.l == l {
+	if ls, ok := vm.NativeLoopValue(l).(*loopState); ok {
 		return ls
 	}
-	if v, ok := loopReg.m.Load(l); ok {
-		ls := v.(*loopState)
-		lastLoop.Store(ls)
-		return ls
+	ls := &loopState{l: l, roots: make(map[vm.AsyncSteps]*rootInfo), sweepAt: minSweep}
+	res := &loopRes{ls: weak.Make(ls)}
+	res.drain = res.releaseOrphans
+	ls.onFrameEnd, ls.onStackEnd = ls.releaseFrame, ls.destroyStack
+	loops.mu.Lock()
+	if loops.byID == nil {
+		loops.byID = make(map[C.uint32_t]*loopRes)
 	}
-	loopReg.mu.Lock()
-	defer loopReg.mu.Unlock()
-	if v, ok := loopReg.m.Load(l); ok {
-		return v.(*loopState)
+	id := loops.last + 1
+	for id == 0 || loops.byID[id] != nil { // once the serial numbers wrap
+		id++
 	}
-	var ids []*loopState
-	if p := loopReg.byID.Load(); p != nil {
-		ids = *p
-	}
-	ls := &loopState{l: l, id: C.uint32_t(len(ids) + 1), roots: make(map[vm.AsyncSteps]*rootInfo), sweepAt: minSweep}
-	grown := append(ids[:len(ids):len(ids)], ls)
-	loopReg.byID.Store(&grown)
-	loopReg.m.Store(l, ls)
+	loops.last, ls.id, res.id = id, id, id
+	loops.byID[ls.id] = res
+	loops.mu.Unlock()
+	ls.res = res
+	runtime.AddCleanup(ls, loopGone, res)
+	vm.SetNativeLoopValue(l, ls)
 	return ls
 }
 
-// loopByID returns the state C code reported, or nil for 0 (no ffi call
-// runs on this thread).
+// knownLoop returns the state of l if ffi has one, without creating it:
+// the VM calls the root hooks for every root, C steps or not.
+func knownLoop(l *vm.Loop) *loopState {
+	ls, _ := vm.NativeLoopValue(l).(*loopState)
+	return ls
+}
+
+// loopByID returns the state of the loop C code reported, or nil for 0 (no
+// ffi call runs on this thread) and for a loop that has been collected.
 func loopByID(id C.uint32_t) *loopState {
 	if id == 0 {
 		return nil
 	}
-	ids := *loopReg.byID.Load()
-	if int(id) > len(ids) {
+	loops.mu.Lock()
+	res := loops.byID[id]
+	loops.mu.Unlock()
+	if res == nil {
 		return nil
 	}
-	return ids[id-1]
+	return res.ls.Value()
+}
+
+// loopsLive returns how many loops the id registry holds (for tests).
+func loopsLive() int {
+	loops.mu.Lock()
+	defer loops.mu.Unlock()
+	return len(loops.byID)
+}
+
+// loopGone runs once a loop with ffi state has been collected, on a
+// cleanup goroutine: it retires the loop's id and releases what its flows
+// still held in C, the state variables of roots never released and the
+// custom objects dropped too late for the loop to clean them up. Those C
+// functions run for no loop, so their calls back into stepvm are ignored.
+// The loop's records went with it (blockGone); its tasks and roots are
+// plain Go memory.
+func loopGone(res *loopRes) {
+	loops.mu.Lock()
+	delete(loops.byID, res.id)
+	loops.mu.Unlock()
+	res.mu.Lock()
+	vars := res.vars
+	res.vars = nil
+	res.mu.Unlock()
+	for _, v := range vars {
+		v.destroy(0)
+	}
+	res.releaseOrphansOff()
+}
+
+// track records a C state variable until its root drops it.
+func (res *loopRes) track(v *cvar) {
+	res.mu.Lock()
+	v.at = len(res.vars)
+	res.vars = append(res.vars, v)
+	res.mu.Unlock()
+}
+
+// untrack forgets a state variable its root is dropping.
+func (res *loopRes) untrack(v *cvar) {
+	res.mu.Lock()
+	k := len(res.vars) - 1
+	last := res.vars[k]
+	res.vars[v.at], last.at = last, v.at
+	res.vars[k] = nil
+	res.vars = res.vars[:k]
+	res.mu.Unlock()
 }
 
 // callSave is what a C call replaces in its loop's state.
@@ -130,13 +214,21 @@ type callback struct {
 // begin starts a call from C through bsi: it resolves the record, and
 // reports a bad one as misuse. It returns a nil entry when the call must do
 // nothing: the record is bad, or the C function has already raised
-// something and must return.
+// something and must return. A call through a record of the loop whose C
+// call runs, the usual case, finds that loop without the registry.
 func begin(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (callback, *entry) {
-	c := callback{loopByID(cur)}
+	e, bad := lookup(bsi)
+	var c callback
+	if cur != 0 { // on a foreign thread, e's loop is not to be touched
+		if e != nil && e.ls.id == cur {
+			c.ls = e.ls
+		} else {
+			c.ls = loopByID(cur)
+		}
+	}
 	if c.ls != nil && c.ls.stash != nil {
 		return c, nil
 	}
-	e, bad := lookup(bsi)
 	if e == nil {
 		c.misuse(what + bad)
 	}

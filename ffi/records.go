@@ -6,9 +6,11 @@ package ffi
 import "C"
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/stepvm/stepvm/arena"
 	"github.com/stepvm/stepvm/vm"
@@ -29,6 +31,7 @@ type entry struct {
 	gen  atomic.Uint32
 	idx  uint32
 	kind uint8
+	pos  uint32 // in ls's blocks; see releaseFrame
 	rec  *C.stepvm_bsi
 	as   vm.AsyncSteps
 	ls   *loopState
@@ -38,36 +41,50 @@ type entry struct {
 func (e *entry) bsi() *C.FutoInAsyncSteps { return (*C.FutoInAsyncSteps)(unsafe.Pointer(e.rec)) }
 
 const (
-	blockSize = 256
+	blockSize = 64
 	// quarantine is how many released records wait before one is reused
-	// (per loop, and in the process-wide table), so that a stale record is
-	// detected rather than naming another step.
-	quarantine = 2 * blockSize
+	// (per loop, and, for records of collected loops, process-wide), so
+	// that a stale record is detected rather than naming another step.
+	quarantine = 512
 )
 
+// block holds the Go side of blockSize consecutive records. A block
+// belongs to one loop, whose state holds it: its entries point at the
+// loop's roots, so nothing global may hold a block, or the loop would
+// never be collected. The process-wide directory refers to it weakly.
 type block [blockSize]entry
 
-// records is the process-wide table of records. Blocks never move: an
-// entry's address is stable, and readers need only load the block list.
+// records is the process-wide directory of records, by block number. A
+// number keeps its C memory for the life of the process; it is lent to one
+// loop at a time, and given to another once that loop has been collected
+// and enough other numbers have come back (quarantine). Readers need only
+// load the directory: slots never move.
 var records struct {
-	blocks atomic.Pointer[[]*block]
+	slots atomic.Pointer[[]*blockSlot]
 
-	mu   sync.Mutex
-	free ring // released indexes, oldest first
-	mem  arena.Arena
-	init bool
+	mu    sync.Mutex
+	spare ring[uint32] // numbers whose loop was collected, oldest first
+	mem   arena.Arena
+	init  bool
 }
 
-// ring is a FIFO of uint32 that grows as needed.
-type ring struct {
-	buf  []uint32
+// blockSlot is one block number: the C memory of its records and the block
+// of the loop it is lent to, if any.
+type blockSlot struct {
+	mem unsafe.Pointer
+	cur atomic.Pointer[weak.Pointer[block]]
+}
+
+// ring is a FIFO that grows as needed.
+type ring[T any] struct {
+	buf  []T
 	head int
 	n    int
 }
 
-func (q *ring) push(v uint32) {
+func (q *ring[T]) push(v T) {
 	if q.n == len(q.buf) {
-		buf := make([]uint32, max(2*len(q.buf), 1024))
+		buf := make([]T, max(2*len(q.buf), 64))
 		for i := range q.n {
 			buf[i] = q.buf[(q.head+i)%len(q.buf)]
 		}
@@ -77,8 +94,10 @@ func (q *ring) push(v uint32) {
 	q.n++
 }
 
-func (q *ring) pop() uint32 {
+func (q *ring[T]) pop() T {
+	var zero T
 	v := q.buf[q.head]
+	q.buf[q.head] = zero
 	q.head = (q.head + 1) % len(q.buf)
 	q.n--
 	return v
@@ -86,21 +105,18 @@ func (q *ring) pop() uint32 {
 
 // newEntry takes a record for as, of the given kind, on ls's loop. Each
 // loop recycles the records it released itself, without locking, once
-// enough of them wait; until then it takes fresh ones from the process-wide
-// table.
+// enough of them wait; until then it takes fresh ones from its blocks.
 func newEntry(ls *loopState, as vm.AsyncSteps, kind uint8) *entry {
-	var idx uint32
+	var e *entry
 	if ls.free.n > quarantine {
-		idx = ls.free.pop()
+		e = ls.free.pop()
 	} else {
-		records.mu.Lock()
-		for records.free.n <= quarantine {
-			growRecords()
+		if len(ls.fresh) == 0 {
+			ls.grow()
 		}
-		idx = records.free.pop()
-		records.mu.Unlock()
+		e = &ls.fresh[0]
+		ls.fresh = ls.fresh[1:]
 	}
-	e := entryAt(idx)
 	e.kind, e.as, e.ls = kind, as, ls
 	e.rec.gen = C.uint32_t(e.gen.Load())
 	return e
@@ -111,40 +127,82 @@ func (e *entry) release() {
 	ls := e.ls
 	e.gen.Add(1)
 	e.as, e.ls, e.res, e.kind = vm.AsyncSteps{}, nil, vm.Resumer{}, 0
-	ls.free.push(e.idx)
+	ls.free.push(e)
 }
 
-// growRecords adds a block of records. records.mu is held.
-func growRecords() {
+// grow lends ls a block of records. Each starts invalid, one generation
+// past the last its record had: a record C code kept from a collected
+// loop stays stale until handed out anew.
+func (ls *loopState) grow() {
+	records.mu.Lock()
+	n, s := takeSlot()
+	records.mu.Unlock()
+	b := new(block)
+	k := uint32(len(ls.blocks))
+	for i := range b {
+		e := &b[i]
+		e.idx, e.pos = n*blockSize+uint32(i), k*blockSize+uint32(i)
+		e.rec = (*C.stepvm_bsi)(unsafe.Add(s.mem, i*C.sizeof_stepvm_bsi))
+		e.gen.Store(uint32(e.rec.gen) + 1)
+	}
+	w := weak.Make(b)
+	s.cur.Store(&w)
+	runtime.AddCleanup(b, blockGone, n)
+	ls.blocks = append(ls.blocks, b)
+	ls.fresh = b[:]
+	if n == 0 {
+		ls.fresh = b[1:] // record 0 stays unused: a zeroed record is never valid
+	}
+}
+
+// takeSlot returns a block number to lend: one a collected loop gave
+// back, if enough wait, or else a new one. records.mu is held.
+func takeSlot() (uint32, *blockSlot) {
+	if records.spare.n > quarantine/blockSize {
+		n := records.spare.pop()
+		return n, (*records.slots.Load())[n]
+	}
 	if !records.init {
 		records.mem.Init(nil)
 		records.init = true
 	}
-	var blocks []*block
-	if p := records.blocks.Load(); p != nil {
-		blocks = *p
+	var slots []*blockSlot
+	if p := records.slots.Load(); p != nil {
+		slots = *p
 	}
-	b := new(block)
-	mem := records.mem.Alloc(blockSize * C.sizeof_stepvm_bsi)
-	base := uint32(len(blocks)) * blockSize
-	for i := range b {
-		e := &b[i]
-		e.idx = base + uint32(i)
-		e.rec = (*C.stepvm_bsi)(unsafe.Add(mem, i*C.sizeof_stepvm_bsi))
-		e.rec.base.api = &C.stepvm_api
-		e.rec.idx = C.uint32_t(e.idx)
-		e.gen.Store(1)
-		if e.idx != 0 { // index 0 stays unused: a zeroed record is never valid
-			records.free.push(e.idx)
-		}
+	n := uint32(len(slots))
+	s := &blockSlot{mem: records.mem.Alloc(blockSize * C.sizeof_stepvm_bsi)}
+	for i := range blockSize {
+		rec := (*C.stepvm_bsi)(unsafe.Add(s.mem, i*C.sizeof_stepvm_bsi))
+		rec.base.api = &C.stepvm_api
+		rec.idx = C.uint32_t(n*blockSize + uint32(i))
+		rec.gen = 0
 	}
-	grown := append(blocks[:len(blocks):len(blocks)], b)
-	records.blocks.Store(&grown)
+	// Readers of the old directory read only below its length, so the
+	// append may write in place.
+	slots = append(slots, s)
+	records.slots.Store(&slots)
+	return n, s
 }
 
-func entryAt(idx uint32) *entry {
-	blocks := *records.blocks.Load()
-	return &blocks[idx/blockSize][idx%blockSize]
+// blockGone gives back the number of a block whose loop was collected.
+func blockGone(n uint32) {
+	records.mu.Lock()
+	records.spare.push(n)
+	records.mu.Unlock()
+}
+
+// blockOf returns the block that holds record idx, or nil if its loop
+// has been collected.
+func blockOf(idx uint32) *block {
+	p := records.slots.Load()
+	if p == nil || idx/blockSize >= uint32(len(*p)) {
+		return nil
+	}
+	if w := (*p)[idx/blockSize].cur.Load(); w != nil {
+		return w.Value()
+	}
+	return nil
 }
 
 // Why a FutoInAsyncSteps pointer was refused.
@@ -165,11 +223,11 @@ func lookup(bsi *C.FutoInAsyncSteps) (*entry, string) {
 	}
 	rec := (*C.stepvm_bsi)(unsafe.Pointer(bsi))
 	idx := uint32(rec.idx)
-	p := records.blocks.Load()
-	if p == nil || idx == 0 || int(idx/blockSize) >= len(*p) {
+	b := blockOf(idx)
+	if b == nil {
 		return nil, badStale
 	}
-	e := &(*p)[idx/blockSize][idx%blockSize]
+	e := &b[idx%blockSize]
 	if e.rec != rec || e.gen.Load() != uint32(rec.gen) {
 		return nil, badStale
 	}

@@ -26,11 +26,20 @@ type rootInfo struct {
 }
 
 // cvar is a state variable made by stateVariable: the C value, kept in the
-// root's State under its name, and how to destroy it.
+// root's State under its name, and how to destroy it. It holds no Go
+// pointer: loopGone destroys those of a collected loop.
 type cvar struct {
 	value   C.uintptr_t
 	data    C.uintptr_t
 	cleanup C.stepvm_state_cleanup_fn
+	at      int // index in loopRes.vars
+}
+
+// destroy runs the C cleanup of v for the given loop (0: none).
+func (v *cvar) destroy(loop C.uint32_t) {
+	if v.cleanup != nil {
+		C.stepvm_call_state_cleanup(v.cleanup, v.data, v.value, loop)
+	}
 }
 
 // minSweep is the least number of roots ls tracks before it looks for
@@ -89,11 +98,10 @@ func (ls *loopState) drop(ri *rootInfo) {
 	delete(ls.roots, ri.as)
 	for i, v := range ri.vars {
 		ri.vars[i] = nil
-		if v.cleanup != nil {
-			s := ls.enter(vm.AsyncSteps{}, vm.Args{})
-			C.stepvm_call_state_cleanup(v.cleanup, v.data, v.value, ls.id)
-			ls.leave(s) // nothing to raise into: the root has ended
-		}
+		ls.res.untrack(v)
+		s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+		v.destroy(ls.id)
+		ls.leave(s) // nothing to raise into: the root has ended
 	}
 	if ri.rec != nil {
 		ri.rec.release()
@@ -104,18 +112,6 @@ func (ls *loopState) drop(ri *rootInfo) {
 	}
 	*ri = rootInfo{vars: ri.vars[:0], extra: ri.extra[:0]}
 	ls.spare = append(ls.spare, ri)
-}
-
-// knownLoop returns the state of l if ffi has one, without creating it:
-// the VM calls the root hooks for every root, C steps or not.
-func knownLoop(l *vm.Loop) *loopState {
-	if ls := lastLoop.Load(); ls != nil && ls.l == l {
-		return ls
-	}
-	if v, ok := loopReg.m.Load(l); ok {
-		return v.(*loopState)
-	}
-	return nil
 }
 
 // rootReleased drops what a root held as it is released.
@@ -175,5 +171,6 @@ func (c callback) stateVariable(e *entry, data C.uintptr_t, name *C.char,
 	cv := &cvar{value: value, data: data, cleanup: cleanup}
 	st.Set(strings.Clone(key), cv)
 	ri.vars = append(ri.vars, cv)
+	ls.res.track(cv)
 	return value
 }

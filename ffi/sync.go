@@ -83,7 +83,7 @@ type syncEntry struct {
 var syncs struct {
 	mu   sync.Mutex
 	list []syncEntry
-	free ring
+	free ring[uint32]
 	mem  arena.Arena
 	init bool
 }

@@ -23,24 +23,29 @@ import (
 // cleanup runs exactly once: when Release is called, when a C step it was
 // lent to returns without passing it on, or, for an Object dropped without
 // either, once the garbage collector finds it unreachable (on the loop's
-// goroutine while the loop runs).
+// goroutine while the loop runs; on a goroutine of its own once the loop
+// has been closed or collected). An Object does not keep its loop alive.
 //
 // An Object a foreign AsyncSteps engine passes to a Go step (see Wrap) is
 // lent: it is valid during the step's call, its cleanup is the engine's
 // business, Release does nothing, and it cannot be passed on.
 type Object struct{ st *objState }
 
+// objState is an Object's cleanup argument, so it must not lead back to
+// the Object: it reaches the loop through res only, which does not hold
+// the loop either, or an Object the loop's flows hold would keep the loop
+// alive for good.
 type objState struct {
 	typ    *C.FutoInType
 	u      uint64
 	custom uintptr
 	length uint32
-	ls     *loopState
+	res    *loopRes // nil: lent by a foreign engine
 	done   atomic.Bool
 }
 
-func newObject(ls *loopState, b *binval) *Object {
-	st := &objState{typ: b.typ, u: b.u, custom: b.custom, length: b.length, ls: ls}
+func newObject(res *loopRes, b *binval) *Object {
+	st := &objState{typ: b.typ, u: b.u, custom: b.custom, length: b.length, res: res}
 	o := &Object{st}
 	runtime.AddCleanup(o, orphaned, st)
 	return o
@@ -61,24 +66,80 @@ func (o *Object) Len() uint32 { return o.st.length }
 // the loop's goroutine.
 func (o *Object) Release() { o.st.release() }
 
+// take claims the object's cleanup: it reports whether one is to run.
+func (st *objState) take() bool {
+	return st.done.CompareAndSwap(false, true) && st.typ.cleanup != nil
+}
+
+// cleanup runs the object's C cleanup for the given loop (0: none).
+func (st *objState) cleanup(loop C.uint32_t) {
+	C.stepvm_cleanup_value(st.typ, C.uint64_t(st.u), C.uintptr_t(st.custom), C.uint32_t(st.length), loop)
+}
+
+// release runs the cleanup on the loop's goroutine.
 func (st *objState) release() {
-	if !st.done.CompareAndSwap(false, true) || st.typ.cleanup == nil {
+	if !st.take() {
 		return
 	}
-	ls := st.ls
+	ls := st.res.ls.Value()
+	if ls == nil { // the loop has been collected: the cleanup runs for none
+		st.cleanup(0)
+		return
+	}
 	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
-	C.stepvm_cleanup_value(st.typ, C.uint64_t(st.u), C.uintptr_t(st.custom), C.uint32_t(st.length), ls.id)
+	st.cleanup(ls.id)
 	ls.leave(s) // a cleanup has no flow to fail
 }
 
-// orphaned releases an object the program dropped.
+// releaseOff runs the cleanup off the loop's goroutine, for no loop.
+func (st *objState) releaseOff() {
+	if st.take() {
+		st.cleanup(0)
+	}
+}
+
+// orphaned releases an object the program dropped: on its loop while the
+// loop can run callbacks, which it holds for loopGone meanwhile, since a
+// loop the program drops runs none; at once otherwise.
 func orphaned(st *objState) {
 	if st.done.Load() {
 		return
 	}
-	if !st.ls.l.Post(st.release) {
-		st.release() // the loop is closed: nothing else runs its callbacks
+	res := st.res
+	if ls := res.ls.Value(); ls != nil {
+		res.mu.Lock()
+		res.orphans = append(res.orphans, st)
+		res.mu.Unlock()
+		if ls.l.Post(res.drain) {
+			return
+		}
+		res.releaseOrphansOff() // the loop is closed: nothing else runs its callbacks
+		return
 	}
+	st.releaseOff()
+}
+
+// releaseOrphans runs the cleanups of the Objects orphaned queued, on the
+// loop's goroutine.
+func (res *loopRes) releaseOrphans() {
+	for _, st := range res.takeOrphans() {
+		st.release()
+	}
+}
+
+// releaseOrphansOff runs them off the loop's goroutine.
+func (res *loopRes) releaseOrphansOff() {
+	for _, st := range res.takeOrphans() {
+		st.releaseOff()
+	}
+}
+
+func (res *loopRes) takeOrphans() []*objState {
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	o := res.orphans
+	res.orphans = nil
+	return o
 }
 
 // cArgs returns the values of args as a FutoInArgs in the arena memory of
@@ -258,7 +319,7 @@ func (ls *loopState) object(b *binval) (vm.Value, int, string) {
 			return v, dispLent, ""
 		}
 	}
-	return vm.Any(newObject(ls, b)), dispOwned, ""
+	return vm.Any(newObject(ls.res, b)), dispOwned, ""
 }
 
 // pointerAt returns the pointer the union u holds, or why it is not one.

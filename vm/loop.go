@@ -41,6 +41,7 @@ type Loop struct {
 	wheel  *wheel.Wheel
 
 	self     weak.Pointer[Loop] // handed to roots, see rootMem
+	native   any                // package ffi's state for this loop; see SetNativeLoopValue
 	inbox    *ringbuf.Queue[inbound]
 	drainFn  func(*inbound)
 	resumers resumerTable

@@ -120,3 +120,14 @@ func (r *root) nativeFailed(code string) {
 		h(AsyncSteps{r: r, epoch: r.rootEpoch}, code)
 	}
 }
+
+// NativeLoopValue exists for foreign-function bindings: it returns the
+// value SetNativeLoopValue attached to l, or nil. Loop goroutine only.
+func NativeLoopValue(l *Loop) any { return l.native }
+
+// SetNativeLoopValue exists for foreign-function bindings, which keep state
+// per loop: v is attached to l and lives exactly as long as l, so a
+// binding needs no registry that would keep the loop alive. v may point
+// back at l. Loop goroutine only (or the goroutine that created l, before
+// it first runs).
+func SetNativeLoopValue(l *Loop, v any) { l.native = v }
