@@ -168,7 +168,11 @@ func (a *Arena) head(c int) *unsafe.Pointer {
 // block), and links it right after the current one. The tail of the old
 // chunk is left unused.
 func (a *Arena) refill(n uintptr) unsafe.Pointer {
-	need := chunkHdr + n
+	hdr := chunkHdr
+	if a.chunks == nil {
+		hdr += FixedSize
+	}
+	need := hdr + n
 	if a.cur != nil && a.cur.next != nil && a.cur.next.size >= need {
 		a.cur = a.cur.next
 	} else {
@@ -186,6 +190,7 @@ func (a *Arena) refill(n uintptr) unsafe.Pointer {
 		if a.cur == nil {
 			c.next = nil
 			a.chunks = c
+			zero(unsafe.Add(unsafe.Pointer(c), chunkHdr), FixedSize)
 		} else {
 			c.next = a.cur.next
 			a.cur.next = c
@@ -194,7 +199,20 @@ func (a *Arena) refill(n uintptr) unsafe.Pointer {
 		a.charge(int64(size))
 	}
 	a.off, a.lim = uint32(need), uint32(a.cur.size)
-	return unsafe.Add(unsafe.Pointer(a.cur), chunkHdr)
+	return unsafe.Add(unsafe.Pointer(a.cur), hdr)
+}
+
+// Fixed returns the arena's fixed block: FixedSize bytes at the start of
+// its first chunk, zeroed when that chunk is taken, and taking it if the
+// arena has none yet. The block is the owner's: it is not counted in InUse,
+// Reset leaves it alone, and it stays at the same address until Release or
+// Abandon. A flow keeps its root frame there, so that running a flow on a
+// pooled root allocates nothing for it.
+func (a *Arena) Fixed() unsafe.Pointer {
+	if a.chunks == nil {
+		a.refill(0)
+	}
+	return unsafe.Add(unsafe.Pointer(a.chunks), chunkHdr)
 }
 
 // allocLarge allocates a block too large for a class on a dedicated chunk.
@@ -248,11 +266,12 @@ func (a *Arena) charge(delta int64) {
 	}
 }
 
-// Reset frees every allocation of a at once. It keeps the oldest bump chunks
-// while their total stays within KeepBytes, so that a reused arena needs no
-// chunk for its first allocations, and returns every other chunk to the
-// source. InUse drops to zero and Reserved to the kept total; the arena stays
-// charged to its account.
+// Reset frees every allocation of a at once. It keeps the first chunk (it
+// holds the fixed block) and the next oldest bump chunks while their total
+// stays within KeepBytes, so that a reused arena needs no chunk for its
+// first allocations, and returns every other chunk to the source. InUse
+// drops to zero and Reserved to the kept total; the arena stays charged to
+// its account.
 func (a *Arena) Reset() {
 	a.dropLarge()
 	a.small = [inlineHeads]unsafe.Pointer{}
@@ -262,7 +281,7 @@ func (a *Arena) Reset() {
 	var kept uintptr
 	var last *chunk
 	c := a.chunks
-	for c != nil && kept+c.size <= KeepBytes {
+	for c != nil && (c == a.chunks || kept+c.size <= KeepBytes) {
 		kept += c.size
 		last, c = c, c.next
 	}
@@ -279,7 +298,7 @@ func (a *Arena) Reset() {
 	}
 	a.cur, a.off, a.lim = a.chunks, 0, 0
 	if a.cur != nil {
-		a.off, a.lim = uint32(chunkHdr), uint32(a.cur.size)
+		a.off, a.lim = uint32(chunkHdr+FixedSize), uint32(a.cur.size)
 	}
 	if a.acct != nil {
 		a.acct.InUse -= a.inUse

@@ -294,3 +294,65 @@ func TestOwns(t *testing.T) {
 		t.Fatal("released arena still owns its block")
 	}
 }
+
+func TestFixed(t *testing.T) {
+	var acct Account
+	var a Arena
+	a.Init(&acct)
+	defer a.Release()
+	f := a.Fixed()
+	if acct.InUse != 0 || a.InUse() != 0 || a.Reserved() != firstChunk {
+		t.Fatalf("after Fixed: InUse %d/%d Reserved %d, want 0/0/%d", acct.InUse, a.InUse(), a.Reserved(), firstChunk)
+	}
+	for i, b := range unsafe.Slice((*byte)(f), FixedSize) {
+		if b != 0 {
+			t.Fatalf("fixed block byte %d = %d, want 0", i, b)
+		}
+	}
+	fill := func(p unsafe.Pointer, n uintptr, v byte) {
+		for i := range unsafe.Slice((*byte)(p), n) {
+			unsafe.Slice((*byte)(p), n)[i] = v
+		}
+	}
+	fill(f, FixedSize, 0xAA)
+	for round := range 3 {
+		// Blocks of every kind, a large one among them, never overlap the
+		// fixed block, and Reset leaves it where it is, with its contents.
+		for _, size := range []uintptr{16, 64, 200, 4096, 20000, 64} {
+			p := a.Alloc(size)
+			if u, lo := uintptr(p), uintptr(f); u+size > lo && u < lo+FixedSize {
+				t.Fatalf("round %d: block %#x+%d overlaps the fixed block at %#x", round, u, size, lo)
+			}
+			fill(p, size, 0x55)
+		}
+		a.Reset()
+		if g := a.Fixed(); g != f {
+			t.Fatalf("round %d: Fixed moved from %p to %p", round, f, g)
+		}
+		for i, b := range unsafe.Slice((*byte)(f), FixedSize) {
+			if b != 0xAA {
+				t.Fatalf("round %d: fixed block byte %d = %#x, want 0xaa", round, i, b)
+			}
+		}
+		if a.InUse() != 0 || acct.InUse != 0 {
+			t.Fatalf("round %d: InUse %d after Reset", round, a.InUse())
+		}
+	}
+}
+
+// TestFixedFirstChunkLarge: a first chunk taken for a block larger than
+// KeepBytes still holds the fixed block, and Reset keeps it.
+func TestFixedFirstChunkLarge(t *testing.T) {
+	var a Arena
+	a.Init(nil)
+	defer a.Release()
+	a.Alloc(maxClass)
+	f := a.Fixed()
+	if a.chunks.size <= KeepBytes {
+		t.Fatalf("first chunk %d bytes, want more than KeepBytes", a.chunks.size)
+	}
+	a.Reset()
+	if a.Fixed() != f || a.Reserved() != int64(a.chunks.size) {
+		t.Fatalf("Reset dropped the first chunk")
+	}
+}

@@ -10,6 +10,9 @@ const (
 	maxChunk   = 64 << 10     // bump chunks double up to this size
 	maxClass   = maxChunk / 4 // largest class size; larger blocks get a dedicated chunk
 
+	// FixedSize is the size of an arena's fixed block; see [Arena.Fixed].
+	FixedSize = 64
+
 	// KeepBytes bounds the chunk memory that [Arena.Reset] keeps for reuse.
 	KeepBytes = 4 << 10
 )

@@ -79,16 +79,14 @@ func (l *Loop) newRoot() *root {
 		l.pool[k-1] = nil
 		l.pool = l.pool[:k-1]
 		r.mem.live = true
-		r.base = r.newNode(opcodes.OpRoot)
-		r.base.SetTop(r.base)
+		r.newBase()
 		return r
 	}
 	r := &root{l: l, mem: &rootMem{l: l.self, live: true}}
 	r.slots, r.freeSlots = r.slotBuf[:1], r.freeBuf[:0]
 	r.mem.a.Init(l.acct)
 	runtime.AddCleanup(r, reclaim, r.mem)
-	r.base = r.newNode(opcodes.OpRoot)
-	r.base.SetTop(r.base)
+	r.newBase()
 	return r
 }
 
@@ -155,9 +153,11 @@ func (l *Loop) release(r *root) {
 // only the tables are truncated, and the arena keeps its free lists unless
 // it holds more memory than a reset would keep.
 func (r *root) resetRun() {
-	if b := r.base; b != nil && b.Flags&opcodes.FlagChild == 0 {
-		r.freeQueue(b) // steps an error or a cancel left unexecuted
-		r.freeNode(b)
+	if b := r.base; b != nil {
+		if b.Flags&opcodes.FlagChild == 0 {
+			r.freeQueue(b) // steps an error or a cancel left unexecuted
+		}
+		b.Seq = 0 // the fixed block: not freed, see newBase
 	}
 	r.base = nil
 	r.allocs.Reset()
@@ -217,6 +217,24 @@ func (r *root) label(i uint32) string {
 		return (*r.labels)[i]
 	}
 	return ""
+}
+
+// The root frame lives in the arena's fixed block.
+var _ [arena.FixedSize - opcodes.NodeSize]struct{}
+
+// newBase starts a run's root frame in the arena's fixed block: a root
+// frame is needed by every run, so it costs no allocation.
+func (r *root) newBase() *Node {
+	n := (*Node)(r.mem.a.Fixed())
+	*n = Node{Op: opcodes.OpRoot}
+	r.seq++
+	if r.seq == 0 {
+		r.seq = 1
+	}
+	n.Seq = r.seq
+	n.SetTop(n)
+	r.base = n
+	return n
 }
 
 func (r *root) newNode(op opcodes.Op) *Node {

@@ -182,8 +182,7 @@ func (as AsyncSteps) target(what string) *Node {
 
 func (r *root) ensureBase() *Node {
 	if r.base == nil {
-		r.base = r.newNode(opcodes.OpRoot)
-		r.base.SetTop(r.base)
+		return r.newBase()
 	}
 	return r.base
 }
