@@ -35,7 +35,7 @@ func stepvmAdd(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.FutoInAsyncSteps_e
 	if eh != nil {
 		onError = errorHandler(eh, data)
 	}
-	vm.AddNative(e.as, execStep, onError, vm.NativeWords{A: uintptr(unsafe.Pointer(f)), B: uintptr(data)})
+	vm.AddNative(c.as, execStep, onError, vm.NativeWords{A: uintptr(unsafe.Pointer(f)), B: uintptr(data)})
 }
 
 //export stepvmParallel
@@ -48,9 +48,9 @@ func stepvmParallel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, eh C.FutoInAsyncS
 	defer c.done()
 	var p vm.AsyncSteps
 	if eh != nil {
-		p = e.as.Parallel(errorHandler(eh, data))
+		p = c.as.Parallel(errorHandler(eh, data))
 	} else {
-		p = e.as.Parallel()
+		p = c.as.Parallel()
 	}
 	if !p.Valid() {
 		return nil
@@ -96,7 +96,7 @@ func stepvmStack(bsi *C.FutoInAsyncSteps, size C.size_t, cleanup C.stepvm_stack_
 	if cleanup != nil {
 		destroy = e.ls.onStackEnd
 	}
-	p := e.as.StackRaw(int(unsafe.Sizeof(stackHeader{}))+int(size), destroy)
+	p := c.as.StackRaw(int(unsafe.Sizeof(stackHeader{}))+int(size), destroy)
 	if p == nil {
 		return nil
 	}
@@ -133,7 +133,7 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 		e.res.Success(vals[:n]...) // from a foreign thread: the loop completes the step
 		return
 	}
-	e.as.Success(vals[:n]...)
+	c.as.Success(vals[:n]...)
 }
 
 // fail fails the flow of e with InternalError and info: at once when no C
@@ -147,7 +147,7 @@ func (c callback) fail(e *entry, info string) {
 		e.res.Error(vm.InternalError, info)
 		return
 	}
-	e.as.Error(vm.InternalError, info)
+	c.as.Error(vm.InternalError, info)
 }
 
 //export stepvmHandleError
@@ -169,7 +169,7 @@ func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32
 		e.res.Error(goCode, goInfo)
 		return
 	}
-	e.as.Error(goCode, goInfo)
+	c.as.Error(goCode, goInfo)
 }
 
 //export stepvmSetTimeout
@@ -179,7 +179,7 @@ func stepvmSetTimeout(bsi *C.FutoInAsyncSteps, ms C.uint32_t, cur C.uint32_t) {
 		return
 	}
 	defer c.done()
-	e.as.SetTimeout(time.Duration(ms) * time.Millisecond)
+	c.as.SetTimeout(time.Duration(ms) * time.Millisecond)
 	e.waits()
 }
 
@@ -203,7 +203,7 @@ func stepvmSetCancel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ch C.FutoInAsync
 		c.misuse("setCancel with a NULL cancel handler")
 		return
 	}
-	e.as.SetCancel(cancelHandler(ch, data, e))
+	c.as.SetCancel(cancelHandler(ch, data, e))
 	e.waits()
 }
 
@@ -214,7 +214,7 @@ func stepvmWaitExternal(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
 		return
 	}
 	defer c.done()
-	e.as.WaitExternal()
+	c.as.WaitExternal()
 	e.waits()
 }
 
@@ -230,7 +230,7 @@ func stepvmLoop(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.stepvm_loop_fn, l
 		c.misuse("loop with a NULL body")
 		return
 	}
-	e.as.Loop(loopBody(f, data), goString(label))
+	c.as.Loop(loopBody(f, data), goString(label))
 }
 
 //export stepvmRepeat
@@ -246,7 +246,7 @@ func stepvmRepeat(bsi *C.FutoInAsyncSteps, data C.uintptr_t, count C.size_t, f C
 		return
 	}
 	n := int(min(uint64(count), math.MaxInt))
-	e.as.Repeat(n, repeatBody(f, data), goString(label))
+	c.as.Repeat(n, repeatBody(f, data), goString(label))
 }
 
 //export stepvmBreakLoop
@@ -256,7 +256,7 @@ func stepvmBreakLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) {
 		return
 	}
 	defer c.done()
-	e.as.Break(goString(label))
+	c.as.Break(goString(label))
 }
 
 //export stepvmContinueLoop
@@ -266,7 +266,7 @@ func stepvmContinueLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) 
 		return
 	}
 	defer c.done()
-	e.as.Continue(goString(label))
+	c.as.Continue(goString(label))
 }
 
 //export stepvmExecute
@@ -277,10 +277,10 @@ func stepvmExecute(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ueh C.FutoInAsyncS
 		return
 	}
 	defer c.done()
-	if ri := e.ls.root(e.as); ri != nil {
+	if ri := e.ls.root(c.as); ri != nil {
 		ri.ueh, ri.uehData = ueh, data
 	}
-	e.as.Execute()
+	c.as.Execute()
 }
 
 //export stepvmCancel
@@ -290,7 +290,7 @@ func stepvmCancel(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
 		return
 	}
 	defer c.done()
-	e.as.Cancel()
+	c.as.Cancel()
 }
 
 //export stepvmAddSync
@@ -318,22 +318,22 @@ func stepvmAddSync(bsi *C.FutoInAsyncSteps, sync *C.FutoInSync, data C.uintptr_t
 	if eh != nil {
 		onError = errorHandler(eh, data)
 	}
-	e.as.Sync(obj, syncStep(f, data), onError)
+	c.as.Sync(obj, syncStep(f, data), onError)
 }
 
 //export stepvmRootId
 func stepvmRootId(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.ptrdiff_t {
-	_, e := begin(bsi, cur, "rootId")
+	c, e := begin(bsi, cur, "rootId")
 	if e == nil {
 		return 0
 	}
-	return C.ptrdiff_t(vm.RootID(e.as))
+	return C.ptrdiff_t(vm.RootID(c.as))
 }
 
 //export stepvmIsValid
 func stepvmIsValid(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
-	e, _ := lookup(bsi)
-	if e == nil || !e.as.Valid() {
+	e, as, _ := lookup(bsi)
+	if e == nil || !as.Valid() {
 		return 0
 	}
 	return 1
@@ -346,12 +346,12 @@ func stepvmNewInstance(bsi *C.FutoInAsyncSteps, cur C.uint32_t) *C.FutoInAsyncSt
 		return nil
 	}
 	defer c.done()
-	n := e.as.NewInstance()
+	n := c.as.NewInstance()
 	ri := e.ls.root(n)
 	if ri == nil {
 		return nil
 	}
-	ri.owned = true
+	e.ls.hold(ri)
 	return ri.record()
 }
 
@@ -362,20 +362,16 @@ func stepvmFree(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
 		return // a step's or an accessor's record ends with what it names
 	}
 	defer c.done()
-	ls := e.ls
-	ri := ls.roots[e.as]
-	if ri == nil || ri.rec != e {
-		e.release()
-		return
+	ri := e.ri.Value() // not nil: begin resolved it
+	if ri.rec != e {
+		return // the record was dropped from its root already
 	}
 	if !ri.owned {
 		ri.rec = nil // the root stays Go's; C has only let go of its record
-		e.release()
+		ri.forget(e)
 		return
 	}
-	as := ri.as
-	ls.drop(ri)
-	as.Release()
+	c.as.Release() // the release hook drops what the root held
 }
 
 //export stepvmSchedule

@@ -15,9 +15,11 @@ import (
 // uses as: a root, a running step (also in its error or cancel handler, or
 // a loop iteration) or a parallel accessor. The record lives in off-heap
 // memory and stays valid for the life of what as names: the step's frame,
-// the root until it is released (or freed from C), an accessor until the
-// step that made it ends. A root always gets the same record; a step gets a
-// new one from each call. Binary returns nil for an invalid handle. Like
+// the root until it is released (or freed from C) or collected, an
+// accessor until the step that made it ends. The record does not keep a
+// root alive: a root the program drops without Release is collected, and
+// its record turns stale. A root always gets the same record; a step gets
+// a new one from each call. Binary returns nil for an invalid handle. Like
 // every AsyncSteps method, it must be called on the loop's goroutine.
 func Binary(as vm.AsyncSteps) unsafe.Pointer {
 	if f := vm.ForeignOf(as); f != nil {
@@ -63,11 +65,8 @@ func Wrap(p unsafe.Pointer) vm.AsyncSteps {
 		}
 		return newWrap(bsi, fxKindAdopted).as
 	}
-	e, _ := lookup(bsi)
-	if e == nil {
-		return vm.AsyncSteps{}
-	}
-	return e.as
+	_, as, _ := lookup(bsi)
+	return as
 }
 
 // bindFrame returns a new record for the live frame as, released when the
@@ -92,7 +91,8 @@ func (ls *loopState) releaseFrame(p unsafe.Pointer) {
 
 // bindAccessor returns a record for the parallel accessor as. It lives as
 // long as the step whose C function is running (the one that called
-// parallel), or, when none runs, as long as the root.
+// parallel), or, when none runs, as long as the root, which it names
+// weakly, as the root's own record does.
 func (ls *loopState) bindAccessor(as vm.AsyncSteps) *C.FutoInAsyncSteps {
 	if p := vm.FrameAlloc(ls.frame, 8, ls.onFrameEnd); p != nil {
 		e := newEntry(ls, as, kindAccessor)
@@ -103,7 +103,6 @@ func (ls *loopState) bindAccessor(as vm.AsyncSteps) *C.FutoInAsyncSteps {
 	if ri == nil {
 		return nil
 	}
-	e := newEntry(ls, as, kindAccessor)
-	ri.extra = append(ri.extra, e)
-	return e.bsi()
+	ri.acc = append(ri.acc, as)
+	return ri.bind(kindRootAccessor, int32(len(ri.acc)-1)).bsi()
 }

@@ -82,16 +82,6 @@ func TestDeadLoopID(t *testing.T) {
 
 	// A C step of the live loop that uses the dead loop's record fails its
 	// own flow, as any stale record does.
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		s := ls.enter(as, vm.Args{})
-		stepvmAdd(deadRec, 0, nil, nil, ls.id)
-		ls.settle(s)
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	_, err := f.Wait(t.Context())
-	if e, ok := err.(*vm.Error); !ok || e.Code != vm.InternalError || e.Info != "add"+badStale {
-		t.Errorf("flow using a collected loop's record: %v, want InternalError: add%s", err, badStale)
-	}
+	addThroughStale(t, l, ls, unsafe.Pointer(deadRec), "a collected loop's record")
 	root.Release()
 }

@@ -14,12 +14,29 @@
 // pointer rules. It holds no Go pointer: an index into a Go-side table and
 // a generation. A record is valid for the life of what it names: a step's
 // record until the step's frame ends, a root's until the root is released
-// (or freed from C), an accessor's until the step that created it ends.
+// (or freed from C) or collected, an accessor's until the step that
+// created it ends (one made while no C step runs: as long as its root).
 // Records are recycled in FIFO order and only ever as records, so a call
 // through a record that has expired reaches stepvm, which sees the stale
 // generation and reports the misuse instead of crashing. A record is reused
 // only after 512 other records its loop released, so an expired record
 // cannot name another step unless C keeps it across that many.
+//
+// What package ffi keeps for a root (its records, its C state variables,
+// the accessors bound to it) hangs off the root, and the records name the
+// root weakly: a root the program drops without Release is collected as it
+// would be without C code, on a loop that lives on as well. Its records
+// turn stale at once, and its loop gives them back, with the C cleanups of
+// its state variables, each run exactly once and for that loop, in a
+// callback posted from the garbage collector's cleanup goroutine, the next
+// time the loop runs (a closed loop runs none: the cleanups then run on
+// that goroutine, for no loop, and the records wait for the loop to be
+// collected). A record C keeps of a collected root is a stale one: calls
+// through it are misuse. What a step's frame holds is held until the frame
+// ends, so a flow the program drops while one of its C steps waits is kept
+// until that step ends. A root that C made with newInstance belongs to C
+// until C frees it, as memory from malloc does: ffi keeps it for C while
+// its loop lives, and a root C never frees is C's leak.
 //
 // What package ffi keeps for a loop that runs C code (the records of its
 // steps and roots, the C state variables of its roots, the C callbacks it
@@ -28,13 +45,13 @@
 // would be without C code, and that state with it. Its records turn stale,
 // like those of ended steps, and go to other loops only once 512 other
 // records of collected loops have come back. The C state variables of its
-// roots never released are destroyed, and the custom objects its flows
-// held cleaned up, on a goroutine of the garbage collector and for no
-// loop: calls they make into stepvm are ignored. The C callbacks it
-// scheduled never run, as on any loop that is not run again. C code names
-// the loop it runs for by an id, a serial number given again only after
-// 2^32 more loops, so a call or a FutoInHandle that reports a collected
-// loop finds nothing.
+// roots never released, and not collected before it, are destroyed, and the
+// custom objects its flows held cleaned up, on a goroutine of the garbage
+// collector and for no loop: calls they make into stepvm are ignored. The C
+// callbacks it scheduled never run, as on any loop that is not run again. C
+// code names the loop it runs for by an id, a serial number given again
+// only after 2^32 more loops, so a call or a FutoInHandle that reports a
+// collected loop finds nothing.
 //
 // # Calls from C
 //

@@ -45,3 +45,6 @@ func RecordBlocks() (lent, total int) {
 	}
 	return lent, len(*p)
 }
+
+// trackedRoots returns how many roots ffi holds state for on ls's loop.
+func (ls *loopState) trackedRoots() int { return ls.tracked }

@@ -12,7 +12,7 @@ import (
 
 // rootReleased, the hook the VM calls as a root is released, does its
 // part exactly once: a second call (a root freed from C, then released
-// again, or a sweep after the hook) changes nothing.
+// again) changes nothing.
 func TestRootReleasedOnce(t *testing.T) {
 	l := vm.NewLoop(vm.WithClock(vm.NewManualClock(time.Unix(0, 0))))
 	root := l.NewSteps()

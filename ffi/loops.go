@@ -16,11 +16,13 @@ import (
 
 // loopState is what package ffi keeps per event loop. It hangs off the
 // loop itself (vm.SetNativeLoopValue), and everything that points back at
-// the loop from it (its roots, records and tasks) is reachable only
-// through the loop: the loop and its state are collected together once the
-// program drops the loop. Nothing global holds either: the id registry
-// and the Objects hold its loopRes, which does not lead back. Like the
-// loop, a loopState belongs to the loop's goroutine.
+// the loop from it (the roots C owns, its records and tasks) is reachable
+// only through the loop: the loop and its state are collected together
+// once the program drops the loop. Nothing global holds either: the id
+// registry, the Objects and the cleanups of roots hold its loopRes, which
+// does not lead back. The roots Go owns are not held at all: what ffi
+// keeps for one hangs off the root (rootInfo), and records refer to it
+// weakly. Like the loop, a loopState belongs to the loop's goroutine.
 type loopState struct {
 	l   *vm.Loop
 	id  C.uint32_t // what C code running for this loop reports; see ffi.h
@@ -36,9 +38,8 @@ type loopState struct {
 	forwarded uint8
 	stash     any
 
-	roots   map[vm.AsyncSteps]*rootInfo
-	spare   []*rootInfo
-	sweepAt int
+	tracked int         // roots whose rootInfo is in use (not released or collected)
+	owned   []*rootInfo // roots newInstance made, which C owns until free
 
 	tasks     []*task
 	freeTasks []uint32
@@ -61,10 +62,12 @@ type loopRes struct {
 	id C.uint32_t
 	ls weak.Pointer[loopState]
 
-	mu      sync.Mutex
-	vars    []*cvar     // C state variables of roots not released yet
-	orphans []*objState // dropped Objects whose cleanup waits for the loop
-	drain   func()      // releaseOrphans, bound once for Post
+	mu        sync.Mutex
+	vars      []*cvar     // C state variables of roots not released yet
+	orphans   []*objState // dropped Objects whose cleanup waits for the loop
+	drain     func()      // releaseOrphans, bound once for Post
+	dead      []*rootRes  // what collected roots held, waiting for the loop
+	drainDead func()      // releaseDead, bound once for Post
 }
 
 // loops maps the ids C code reports to loops. An id is a serial number:
@@ -84,9 +87,9 @@ func loopOf(l *vm.Loop) *loopState {
 	if ls, ok := vm.NativeLoopValue(l).(*loopState); ok {
 		return ls
 	}
-	ls := &loopState{l: l, roots: make(map[vm.AsyncSteps]*rootInfo), sweepAt: minSweep}
+	ls := &loopState{l: l}
 	res := &loopRes{ls: weak.Make(ls)}
-	res.drain = res.releaseOrphans
+	res.drain, res.drainDead = res.releaseOrphans, res.releaseDead
 	ls.onFrameEnd, ls.onStackEnd = ls.releaseFrame, ls.destroyStack
 	loops.mu.Lock()
 	if loops.byID == nil {
@@ -140,7 +143,8 @@ func loopsLive() int {
 // custom objects dropped too late for the loop to clean them up. Those C
 // functions run for no loop, so their calls back into stepvm are ignored.
 // The loop's records went with it (blockGone); its tasks and roots are
-// plain Go memory.
+// plain Go memory. The C state variables of roots collected with the loop
+// are destroyed once, here or by rootGone, whichever takes them first.
 func loopGone(res *loopRes) {
 	loops.mu.Lock()
 	delete(loops.byID, res.id)
@@ -148,6 +152,10 @@ func loopGone(res *loopRes) {
 	res.mu.Lock()
 	vars := res.vars
 	res.vars = nil
+	for _, v := range vars {
+		v.at = -1
+	}
+	res.dead = nil // their variables were in vars
 	res.mu.Unlock()
 	for _, v := range vars {
 		v.destroy(0)
@@ -155,23 +163,31 @@ func loopGone(res *loopRes) {
 	res.releaseOrphansOff()
 }
 
-// track records a C state variable until its root drops it.
-func (res *loopRes) track(v *cvar) {
+// track records a C state variable of the root own until the root drops
+// it.
+func (res *loopRes) track(own *rootRes, v *cvar) {
 	res.mu.Lock()
 	v.at = len(res.vars)
 	res.vars = append(res.vars, v)
+	own.vars = append(own.vars, v)
 	res.mu.Unlock()
 }
 
-// untrack forgets a state variable its root is dropping.
-func (res *loopRes) untrack(v *cvar) {
+// untrack forgets a state variable its root is dropping, and reports
+// whether it was tracked: the caller then destroys it.
+func (res *loopRes) untrack(v *cvar) bool {
 	res.mu.Lock()
+	defer res.mu.Unlock()
+	if v.at < 0 {
+		return false
+	}
 	k := len(res.vars) - 1
 	last := res.vars[k]
 	res.vars[v.at], last.at = last, v.at
 	res.vars[k] = nil
 	res.vars = res.vars[:k]
-	res.mu.Unlock()
+	v.at = -1
+	return true
 }
 
 // callSave is what a C call replaces in its loop's state.
@@ -208,17 +224,18 @@ func (ls *loopState) settle(s callSave) {
 
 // callback is the context of a call from C into stepvm.
 type callback struct {
-	ls *loopState // loop of the ffi call running on this thread; nil if none
+	ls *loopState    // loop of the ffi call running on this thread; nil if none
+	as vm.AsyncSteps // what the record names (begin)
 }
 
-// begin starts a call from C through bsi: it resolves the record, and
-// reports a bad one as misuse. It returns a nil entry when the call must do
-// nothing: the record is bad, or the C function has already raised
-// something and must return. A call through a record of the loop whose C
+// begin starts a call from C through bsi: it resolves the record into
+// c.as, and reports a bad one as misuse. It returns a nil entry when the
+// call must do nothing: the record is bad, or the C function has already
+// raised something and must return. A call through a record of the loop whose C
 // call runs, the usual case, finds that loop without the registry.
 func begin(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (callback, *entry) {
-	e, bad := lookup(bsi)
-	var c callback
+	e, as, bad := lookup(bsi)
+	c := callback{as: as}
 	if cur != 0 { // on a foreign thread, e's loop is not to be touched
 		if e != nil && e.ls.id == cur {
 			c.ls = e.ls

@@ -18,22 +18,31 @@ import (
 
 // What a record names.
 const (
-	kindFrame    uint8 = iota + 1 // a live frame: running step, handler, iteration
-	kindRoot                      // a root
-	kindAccessor                  // a parallel accessor
+	kindFrame        uint8 = iota + 1 // a live frame: running step, handler, iteration
+	kindRoot                          // a root
+	kindAccessor                      // a parallel accessor bound to a frame
+	kindRootAccessor                  // a parallel accessor bound to its root
 )
 
 // entry is the Go side of one stepvm_bsi record, at the same index. gen
 // matches the record's gen while the record is valid; it is atomic only so
 // that a stale record used from a foreign thread is detected without a data
 // race. The other fields belong to the goroutine of ls's loop.
+//
+// The record of a frame names it in as: the frame ends, and the record
+// with it, whatever the program does. The records of a root and of the
+// accessors bound to it name it weakly, through its rootInfo (ri, slot),
+// so that they do not keep a root the program drops: once it has been
+// collected they are stale, and its loop releases them (rootGone).
 type entry struct {
 	gen  atomic.Uint32
 	idx  uint32
 	kind uint8
+	slot int32  // kindRootAccessor: index in the rootInfo's accessors
 	pos  uint32 // in ls's blocks; see releaseFrame
 	rec  *C.stepvm_bsi
 	as   vm.AsyncSteps
+	ri   weak.Pointer[rootInfo]
 	ls   *loopState
 	res  vm.Resumer // set once the step waits: lets foreign threads complete it
 }
@@ -126,7 +135,7 @@ func newEntry(ls *loopState, as vm.AsyncSteps, kind uint8) *entry {
 func (e *entry) release() {
 	ls := e.ls
 	e.gen.Add(1)
-	e.as, e.ls, e.res, e.kind = vm.AsyncSteps{}, nil, vm.Resumer{}, 0
+	e.as, e.ri, e.ls, e.res, e.kind = vm.AsyncSteps{}, weak.Pointer[rootInfo]{}, nil, vm.Resumer{}, 0
 	ls.free.push(e)
 }
 
@@ -213,23 +222,32 @@ const (
 	badStale   = " through a FutoInAsyncSteps whose step or root has ended"
 )
 
-// lookup returns the entry of a record, or why it cannot.
-func lookup(bsi *C.FutoInAsyncSteps) (*entry, string) {
+// lookup returns the entry of a record and the handle it names, or why it
+// cannot. A root's handle is held from here on: the root cannot be
+// collected during the call.
+func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
 	if bsi == nil {
-		return nil, badNull
+		return nil, vm.AsyncSteps{}, badNull
 	}
 	if bsi.api != &C.stepvm_api {
-		return nil, badForeign
+		return nil, vm.AsyncSteps{}, badForeign
 	}
 	rec := (*C.stepvm_bsi)(unsafe.Pointer(bsi))
 	idx := uint32(rec.idx)
 	b := blockOf(idx)
 	if b == nil {
-		return nil, badStale
+		return nil, vm.AsyncSteps{}, badStale
 	}
 	e := &b[idx%blockSize]
 	if e.rec != rec || e.gen.Load() != uint32(rec.gen) {
-		return nil, badStale
+		return nil, vm.AsyncSteps{}, badStale
 	}
-	return e, badNone
+	if e.kind != kindRoot && e.kind != kindRootAccessor {
+		return e, e.as, badNone
+	}
+	ri := e.ri.Value()
+	if ri == nil { // collected; its loop has yet to release the record
+		return nil, vm.AsyncSteps{}, badStale
+	}
+	return e, ri.handle(e.slot), badNone
 }

@@ -101,7 +101,7 @@ func cancelHandler(ch C.FutoInAsyncSteps_cancel_callback, data C.uintptr_t, e *e
 	return func(as vm.AsyncSteps) {
 		ls := loopOf(as.Tool())
 		bsi := rec
-		if r, _ := lookup(rec); r == nil || r.gen.Load() != gen {
+		if r, _, _ := lookup(rec); r == nil || r.gen.Load() != gen {
 			bsi = bindFrame(ls, as)
 		}
 		s := ls.enter(as, vm.Args{})

@@ -174,12 +174,12 @@ func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) {
 
 //export stepvmSyncLock
 func stepvmSyncLock(bsi *C.FutoInAsyncSteps, p *C.FutoInSync, cur C.uint32_t) {
-	c := callback{loopByID(cur)}
+	c := callback{ls: loopByID(cur)}
 	c.misuse("lock of a stepvm synchronization primitive: they admit flows through addSync only")
 }
 
 //export stepvmSyncUnlock
 func stepvmSyncUnlock(bsi *C.FutoInAsyncSteps, p *C.FutoInSync, cur C.uint32_t) {
-	c := callback{loopByID(cur)}
+	c := callback{ls: loopByID(cur)}
 	c.misuse("unlock of a stepvm synchronization primitive: they admit flows through addSync only")
 }

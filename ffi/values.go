@@ -134,13 +134,7 @@ func (res *loopRes) releaseOrphansOff() {
 	}
 }
 
-func (res *loopRes) takeOrphans() []*objState {
-	res.mu.Lock()
-	defer res.mu.Unlock()
-	o := res.orphans
-	res.orphans = nil
-	return o
-}
+func (res *loopRes) takeOrphans() []*objState { return take(res, &res.orphans) }
 
 // cArgs returns the values of args as a FutoInArgs in the arena memory of
 // as's frame, valid while the frame lives.

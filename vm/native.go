@@ -121,6 +121,29 @@ func (r *root) nativeFailed(code string) {
 	}
 }
 
+// NativeRootValue exists for foreign-function bindings: it returns the
+// value SetNativeRootValue attached to the root of the valid handle as, or
+// nil.
+func NativeRootValue(as AsyncSteps) any {
+	if !as.Valid() || as.r.state == nil {
+		return nil
+	}
+	return as.r.state.native
+}
+
+// SetNativeRootValue exists for foreign-function bindings, which keep
+// state per root: v is attached to the root of the valid handle as and is
+// reachable from it alone, so a binding needs no registry that would keep
+// a root the program drops alive. v lives as long as the root object: it
+// survives Release, as the root's State does, and comes back when the
+// loop reuses the root, so a binding clears what v holds in its release
+// hook. v may point back at the root. Loop goroutine only.
+func SetNativeRootValue(as AsyncSteps, v any) {
+	if as.Valid() {
+		as.r.st().native = v
+	}
+}
+
 // NativeLoopValue exists for foreign-function bindings: it returns the
 // value SetNativeLoopValue attached to l, or nil. Loop goroutine only.
 func NativeLoopValue(l *Loop) any { return l.native }

@@ -12,6 +12,11 @@ type State struct {
 	lastPanic any
 	hasLast   bool
 	stack     []uintptr // entry PCs of the step functions at the last error
+
+	// native is what a foreign-function binding attached to the root
+	// (SetNativeRootValue). Kept here rather than in the root, which most
+	// flows keep small; reset leaves it: it lives as long as the root.
+	native any
 }
 
 // Get returns the variable key and whether it is set.

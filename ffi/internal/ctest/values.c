@@ -208,6 +208,22 @@ static void state_cleanup(void* data, void* value)
     free(value);
 }
 
+// The state variable of feature 5 counts in counters[4] and [5], apart from
+// feature 1's, for tests that collect roots while other tests' loops die.
+static void* root_state_alloc(void* data)
+{
+    (void)data;
+    counters[4]++;
+    return calloc(1, sizeof(int));
+}
+
+static void root_state_cleanup(void* data, void* value)
+{
+    (void)data;
+    counters[5]++;
+    free(value);
+}
+
 static void sched_cb(void* data)
 {
     counters[3] += (int)(intptr_t)data;
@@ -263,6 +279,9 @@ static void feature_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* ar
         ctest_features(r, 1);
         r->api->execute(r, NULL, NULL);
         new_root = r;
+        break;
+    case 5: // a state variable of its own counters, silent
+        bsi->api->stateVariable(bsi, NULL, "root-cvar", root_state_alloc, root_state_cleanup);
         break;
     }
 }
