@@ -15,6 +15,7 @@
 // come from a single process-wide source, which is safe for concurrent use, so
 // that an abandoned arena can be returned from any goroutine (see
 // [Arena.Abandon]). The source never unmaps memory: chunks that arenas give
-// back are kept on free lists and handed out again, so the mapped total stays
-// flat while arenas come and go, and it is bounded by the peak demand.
+// back are pooled and handed out again, lowest address first (which keeps
+// the chunks of flows created together close in memory), so the mapped total
+// stays flat while arenas come and go, and it is bounded by the peak demand.
 package arena

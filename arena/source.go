@@ -15,8 +15,14 @@ const slabSize = 1 << 20
 
 // The source is the process-wide supply of chunks: power-of-two blocks of at
 // least firstChunk bytes, carved from slabs or mapped on their own. Chunks
-// that come back go onto per-size free lists; they are never unmapped, split
-// or merged. Reuse alone bounds the mapped total by one slab plus the sum,
+// that come back go into per-size pools; they are never unmapped, split or
+// merged. A pool hands out its lowest chunk first: arenas give chunks back in
+// whatever order their flows end (or the garbage collector finds them), and
+// handing them out in that order would scatter the chunks of flows created
+// one after another across memory. Measured on ParallelWaitLoop after a
+// shuffled release of 70,000 arenas, that scattering costs 3x per iteration:
+// a flow's turn touches its chunks cold, and neighbours no longer share pages
+// and cache lines. Reuse alone bounds the mapped total by one slab plus the sum,
 // over chunk sizes, of the peak bytes of that size held at once, whereas
 // unmapping would need coalescing and would make the kernel work whenever
 // arenas come and go.
@@ -25,25 +31,67 @@ const slabSize = 1 << 20
 // ReadSourceStats needs no lock.
 var src struct {
 	mu   sync.Mutex
-	free [bits.UintSize]*freeChunk // free[k] lists idle chunks of 1<<k bytes
-	slab unsafe.Pointer            // uncarved rest of the current slab
-	left uintptr                   // bytes at slab
+	free [bits.UintSize]addrHeap // free[k] holds the idle chunks of 1<<k bytes
+	slab unsafe.Pointer          // uncarved rest of the current slab
+	left uintptr                 // bytes at slab
 
 	mapped atomic.Int64
 	idle   atomic.Int64
 }
 
-// freeChunk overlays the first word of an idle chunk. The link is a pointer
-// to off-heap memory, which the garbage collector ignores.
-type freeChunk struct {
-	next *freeChunk
+// addrHeap is a min-heap of chunk addresses. Its elements point to off-heap
+// memory, which the garbage collector ignores.
+type addrHeap []unsafe.Pointer
+
+func (h *addrHeap) push(p unsafe.Pointer) {
+	s := append(*h, p)
+	i := len(s) - 1
+	for i > 0 {
+		up := (i - 1) / 2
+		if uintptr(s[up]) <= uintptr(p) {
+			break
+		}
+		s[i] = s[up]
+		i = up
+	}
+	s[i] = p
+	*h = s
+}
+
+// pop removes and returns the lowest address; h must not be empty.
+func (h *addrHeap) pop() unsafe.Pointer {
+	s := *h
+	n := len(s) - 1
+	low, last := s[0], s[n]
+	s[n] = nil
+	s = s[:n]
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && uintptr(s[c+1]) < uintptr(s[c]) {
+			c++
+		}
+		if uintptr(last) <= uintptr(s[c]) {
+			break
+		}
+		s[i] = s[c]
+		i = c
+	}
+	if n > 0 {
+		s[i] = last
+	}
+	*h = s
+	return low
 }
 
 // SourceStats describes the process-wide chunk source.
 // Mapped-Idle is the chunk memory currently held by all arenas.
 type SourceStats struct {
 	Mapped int64 // bytes obtained from the OS; never decreases
-	Idle   int64 // bytes sitting in the source: free lists and the uncarved rest of the current slab
+	Idle   int64 // bytes sitting in the source: pooled chunks and the uncarved rest of the current slab
 }
 
 // ReadSourceStats returns the statistics of the chunk source.
@@ -58,10 +106,10 @@ func ReadSourceStats() SourceStats {
 func getChunk(size uintptr) unsafe.Pointer {
 	k := bits.TrailingZeros(uint(size))
 	src.mu.Lock()
-	p := unsafe.Pointer(src.free[k])
+	var p unsafe.Pointer
 	switch {
-	case p != nil:
-		src.free[k] = src.free[k].next
+	case len(src.free[k]) > 0:
+		p = src.free[k].pop()
 	case size > slabSize:
 		src.mu.Unlock()
 		return mmap(size)
@@ -95,12 +143,9 @@ func putChunk(p unsafe.Pointer, size uintptr) {
 	src.idle.Add(int64(size))
 }
 
-// pushFree adds the chunk p of size bytes to its free list. src.mu is held.
+// pushFree adds the chunk p of size bytes to its pool. src.mu is held.
 func pushFree(p unsafe.Pointer, size uintptr) {
-	k := bits.TrailingZeros(uint(size))
-	c := (*freeChunk)(p)
-	c.next = src.free[k]
-	src.free[k] = c
+	src.free[bits.TrailingZeros(uint(size))].push(p)
 }
 
 // mmap maps size bytes of private anonymous memory. Running out of address

@@ -1,9 +1,12 @@
 package arena
 
 import (
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // churn creates, uses and releases one arena, as a short-lived flow would.
@@ -177,5 +180,52 @@ func TestSourceConcurrent(t *testing.T) {
 	wg.Wait()
 	if got := held(); got != base {
 		t.Fatalf("source hands out %d bytes after all arenas were released, want %d", got, base)
+	}
+}
+
+// TestSourceLowestFirst: chunks given back in any order come out again
+// lowest address first.
+func TestSourceLowestFirst(t *testing.T) {
+	const n = 1000
+	const size = 8 << 10 // a size no other test of this package uses
+	ps := make([]unsafe.Pointer, n)
+	for i := range ps {
+		ps[i] = getChunk(size)
+	}
+	rand.Shuffle(n, func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	for _, p := range ps {
+		putChunk(p, size)
+	}
+	prev := uintptr(0)
+	for i := range n {
+		p := getChunk(size)
+		if uintptr(p) < prev {
+			t.Fatalf("chunk %d at %p, below the previous one at %#x", i, p, prev)
+		}
+		prev = uintptr(p)
+		ps[i] = p
+	}
+	for _, p := range ps {
+		putChunk(p, size)
+	}
+}
+
+func TestAddrHeap(t *testing.T) {
+	var h addrHeap
+	var want []uintptr
+	buf := make([]byte, 1<<16)
+	for range 5000 {
+		if len(h) > 0 && rand.IntN(3) == 0 {
+			got := uintptr(h.pop())
+			slices.Sort(want)
+			if got != want[0] {
+				t.Fatalf("pop = %#x, want %#x", got, want[0])
+			}
+			want = want[1:]
+			continue
+		}
+		p := unsafe.Pointer(&buf[rand.IntN(len(buf))])
+		h.push(p)
+		want = append(want, uintptr(p))
 	}
 }
