@@ -11,37 +11,47 @@ import (
 // Blocks of up to maxClass (16 KiB) bytes are carved from bump chunks of
 // 256 bytes, 256 again, then doubling up to 64 KiB, so an idle flow costs
 // little, one waiting a few levels deep costs two small chunks, and a busy
-// one takes few chunks. A freed block goes onto the free
-// list of its class, its link stored in the block itself; Alloc pops from
-// that list before bumping. Larger blocks get a dedicated chunk each, given
-// back to the source by Free.
+// one takes few chunks. A freed block goes onto the free list of its class,
+// its link stored in the block itself; Alloc pops from that list before
+// bumping. Larger blocks get a dedicated chunk each, given back to the
+// source by Free.
+//
+// What must outlive the Arena value (the list of chunks, the byte counts and
+// the owner's mark) lives in the header of the first chunk, off the heap:
+// a [Ref] to it can return the arena's memory after the Arena value itself
+// is gone, as when the garbage collector finds a flow's root unreachable.
+// It also puts the counts next to the fixed block, which a flow touches on
+// every turn anyway.
 //
 // An Arena must be used by one goroutine at a time and must not be copied
 // after first use.
 type Arena struct {
-	// Alloc and Free of the small classes touch only the first cache line:
-	// the accounting and the heads of the first free lists. The heads of
-	// the other classes are allocated when a block of one is first freed:
-	// most arenas never free one, and an arena's header is paid per flow.
+	// Alloc and Free of the small classes touch only the first cache line
+	// and the header. The heads of the larger classes are allocated when a
+	// block of one is first freed: most arenas never free one.
 	acct  *Account
-	inUse int64
+	h     *header                                   // nil until the first chunk is taken
 	small [inlineHeads]unsafe.Pointer               // free-list heads; link in the block's first word
 	more  *[numClasses - inlineHeads]unsafe.Pointer // heads of the larger classes, or nil
 
-	cur *chunk // chunk being bumped; nil iff chunks is nil
+	cur *chunk // chunk being bumped; nil iff h is nil
 	off uint32 // next free byte of cur, as an offset from cur
 	lim uint32 // cur's size: bumping stops there (bump chunks are <= maxChunk)
-
-	chunks *chunk // bump chunks, oldest first; cur is one of them
-	large  *large // dedicated chunks, doubly linked
-
-	reserved int64
 }
 
 // chunk heads a bump chunk. Its pointers point to off-heap memory only.
 type chunk struct {
 	next *chunk
 	size uintptr
+}
+
+// header heads an arena's first chunk; the fixed block follows it.
+type header struct {
+	chunk           // the first chunk; next links the other bump chunks, oldest first
+	large    *large // dedicated chunks, doubly linked
+	inUse    int64
+	reserved int64
+	mark     uint64 // the owner's word: see SetMark
 }
 
 // large heads a dedicated chunk; the block follows at largeHdr.
@@ -53,6 +63,7 @@ type large struct {
 // Header sizes, rounded up so that blocks stay align-aligned.
 const (
 	chunkHdr = (unsafe.Sizeof(chunk{}) + align - 1) &^ (align - 1)
+	firstHdr = (unsafe.Sizeof(header{}) + align - 1) &^ (align - 1)
 	largeHdr = (unsafe.Sizeof(large{}) + align - 1) &^ (align - 1)
 )
 
@@ -63,7 +74,7 @@ const maxLarge = 1 << (bits.UintSize - 2)
 // accounting. a must be zero, released or abandoned: Init panics if a is
 // still charged to an account or holds memory, which would otherwise leak.
 func (a *Arena) Init(acct *Account) {
-	if a.acct != nil || a.reserved != 0 {
+	if a.acct != nil || a.h != nil {
 		panic("arena: Init of an arena in use")
 	}
 	*a = Arena{acct: acct}
@@ -102,10 +113,7 @@ func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 		p = a.refill(n)
 	}
 	zero(p, n)
-	a.inUse += int64(n)
-	if a.acct != nil {
-		a.acct.InUse += int64(n)
-	}
+	a.count(int64(n))
 	return p
 }
 
@@ -125,10 +133,22 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 	h := a.head(c)
 	*(*unsafe.Pointer)(p) = *h
 	*h = p
-	n := int64(classSize[c])
-	a.inUse -= n
+	a.count(-int64(classSize[c]))
+}
+
+// count adds delta bytes to the blocks in use of a and of its account.
+func (a *Arena) count(delta int64) {
+	a.h.inUse += delta
 	if a.acct != nil {
-		a.acct.InUse -= n
+		a.acct.InUse += delta
+	}
+}
+
+// charge adds delta bytes of chunks to a's reservation and its account's.
+func (a *Arena) charge(delta int64) {
+	a.h.reserved += delta
+	if a.acct != nil {
+		a.acct.Reserved += delta
 	}
 }
 
@@ -161,6 +181,21 @@ func (a *Arena) head(c int) *unsafe.Pointer {
 	return &a.more[c-inlineHeads]
 }
 
+// first takes the arena's first chunk, with its header and fixed block, if
+// it has none yet.
+func (a *Arena) first() {
+	if a.h != nil {
+		return
+	}
+	h := (*header)(getChunk(firstChunk))
+	*h = header{chunk: chunk{size: firstChunk}}
+	zero(unsafe.Add(unsafe.Pointer(h), firstHdr), FixedSize)
+	a.h = h
+	a.cur = &h.chunk
+	a.off, a.lim = uint32(firstHdr+FixedSize), firstChunk
+	a.charge(firstChunk)
+}
+
 // refill makes a chunk with room for an n-byte block current and returns
 // that block. It moves to the next chunk kept by Reset if the block fits
 // there; otherwise it takes a new chunk, as large as the first one or twice
@@ -168,38 +203,31 @@ func (a *Arena) head(c int) *unsafe.Pointer {
 // block), and links it right after the current one. The tail of the old
 // chunk is left unused.
 func (a *Arena) refill(n uintptr) unsafe.Pointer {
-	hdr := chunkHdr
-	if a.chunks == nil {
-		hdr += FixedSize
+	if a.h == nil {
+		a.first()
+		if uintptr(a.off)+n <= uintptr(a.lim) {
+			p := unsafe.Add(unsafe.Pointer(a.cur), a.off)
+			a.off += uint32(n)
+			return p
+		}
 	}
-	need := hdr + n
-	if a.cur != nil && a.cur.next != nil && a.cur.next.size >= need {
+	need := chunkHdr + n
+	if a.cur.next != nil && a.cur.next.size >= need {
 		a.cur = a.cur.next
 	} else {
-		size := uintptr(firstChunk)
-		switch {
-		case a.cur == nil:
-		case a.cur == a.chunks: // the second chunk: see the Arena comment
-			size = a.cur.size
-		default:
+		size := a.cur.size // the second chunk: see the Arena comment
+		if a.cur != &a.h.chunk {
 			size = min(2*a.cur.size, maxChunk)
 		}
 		size = max(size, roundPow2(need))
 		c := (*chunk)(getChunk(size))
-		c.size = size
-		if a.cur == nil {
-			c.next = nil
-			a.chunks = c
-			zero(unsafe.Add(unsafe.Pointer(c), chunkHdr), FixedSize)
-		} else {
-			c.next = a.cur.next
-			a.cur.next = c
-		}
+		*c = chunk{next: a.cur.next, size: size}
+		a.cur.next = c
 		a.cur = c
 		a.charge(int64(size))
 	}
 	a.off, a.lim = uint32(need), uint32(a.cur.size)
-	return unsafe.Add(unsafe.Pointer(a.cur), hdr)
+	return unsafe.Add(unsafe.Pointer(a.cur), chunkHdr)
 }
 
 // Fixed returns the arena's fixed block: FixedSize bytes at the start of
@@ -209,10 +237,8 @@ func (a *Arena) refill(n uintptr) unsafe.Pointer {
 // Abandon. A flow keeps its root frame there, so that running a flow on a
 // pooled root allocates nothing for it.
 func (a *Arena) Fixed() unsafe.Pointer {
-	if a.chunks == nil {
-		a.refill(0)
-	}
-	return unsafe.Add(unsafe.Pointer(a.chunks), chunkHdr)
+	a.first()
+	return unsafe.Add(unsafe.Pointer(a.h), firstHdr)
 }
 
 // allocLarge allocates a block too large for a class on a dedicated chunk.
@@ -220,19 +246,17 @@ func (a *Arena) allocLarge(size uintptr) unsafe.Pointer {
 	if size == 0 || size > maxLarge {
 		panic("arena: bad allocation size")
 	}
+	a.first()
 	n := (size + align - 1) &^ (align - 1)
 	csize := roundPow2(largeHdr + n)
 	l := (*large)(getChunk(csize))
-	*l = large{next: a.large, size: csize}
-	if a.large != nil {
-		a.large.prev = l
+	*l = large{next: a.h.large, size: csize}
+	if a.h.large != nil {
+		a.h.large.prev = l
 	}
-	a.large = l
+	a.h.large = l
 	a.charge(int64(csize))
-	a.inUse += int64(csize)
-	if a.acct != nil {
-		a.acct.InUse += int64(csize)
-	}
+	a.count(int64(csize))
 	p := unsafe.Add(unsafe.Pointer(l), largeHdr)
 	clear(unsafe.Slice((*byte)(p), n))
 	return p
@@ -244,7 +268,7 @@ func (a *Arena) freeLarge(p unsafe.Pointer) {
 	if l.prev != nil {
 		l.prev.next = l.next
 	} else {
-		a.large = l.next
+		a.h.large = l.next
 	}
 	if l.next != nil {
 		l.next.prev = l.prev
@@ -252,18 +276,7 @@ func (a *Arena) freeLarge(p unsafe.Pointer) {
 	size := int64(l.size)
 	putChunk(unsafe.Pointer(l), l.size)
 	a.charge(-size)
-	a.inUse -= size
-	if a.acct != nil {
-		a.acct.InUse -= size
-	}
-}
-
-// charge adds delta bytes of chunks to a's reservation and its account's.
-func (a *Arena) charge(delta int64) {
-	a.reserved += delta
-	if a.acct != nil {
-		a.acct.Reserved += delta
-	}
+	a.count(-size)
 }
 
 // Reset frees every allocation of a at once. It keeps the first chunk (it
@@ -273,52 +286,37 @@ func (a *Arena) charge(delta int64) {
 // drops to zero and Reserved to the kept total; the arena stays charged to
 // its account.
 func (a *Arena) Reset() {
-	a.dropLarge()
 	a.small = [inlineHeads]unsafe.Pointer{}
 	if a.more != nil {
 		*a.more = [numClasses - inlineHeads]unsafe.Pointer{}
 	}
-	var kept uintptr
-	var last *chunk
-	c := a.chunks
-	for c != nil && (c == a.chunks || kept+c.size <= KeepBytes) {
-		kept += c.size
-		last, c = c, c.next
+	h := a.h
+	if h == nil {
+		return
 	}
-	if last == nil {
-		a.chunks = nil
-	} else {
-		last.next = nil
+	for l := h.large; l != nil; {
+		next := l.next
+		a.charge(-int64(l.size))
+		putChunk(unsafe.Pointer(l), l.size)
+		l = next
 	}
-	for c != nil {
+	h.large = nil
+	kept := h.size
+	last := &h.chunk
+	for last.next != nil && kept+last.next.size <= KeepBytes {
+		last = last.next
+		kept += last.size
+	}
+	for c := last.next; c != nil; {
 		next := c.next
 		a.charge(-int64(c.size))
 		putChunk(unsafe.Pointer(c), c.size)
 		c = next
 	}
-	a.cur, a.off, a.lim = a.chunks, 0, 0
-	if a.cur != nil {
-		a.off, a.lim = uint32(chunkHdr+FixedSize), uint32(a.cur.size)
-	}
-	if a.acct != nil {
-		a.acct.InUse -= a.inUse
-	}
-	a.inUse = 0
-}
-
-// dropLarge returns every dedicated chunk to the source.
-func (a *Arena) dropLarge() {
-	for l := a.large; l != nil; {
-		next := l.next
-		a.charge(-int64(l.size))
-		a.inUse -= int64(l.size)
-		if a.acct != nil {
-			a.acct.InUse -= int64(l.size)
-		}
-		putChunk(unsafe.Pointer(l), l.size)
-		l = next
-	}
-	a.large = nil
+	last.next = nil
+	a.cur = &h.chunk
+	a.off, a.lim = uint32(firstHdr+FixedSize), uint32(h.size)
+	a.count(-h.inUse)
 }
 
 // Release returns every chunk of a to the source and removes a from its
@@ -335,20 +333,12 @@ func (a *Arena) Release() {
 }
 
 // Abandon is Release without touching the account, so it may run on any
-// goroutine, such as a GC cleanup for an unreachable flow root, provided
-// nothing uses a any more. It returns the bytes the account still counts for
-// a; the account's owner must subtract them, and one from Arenas, itself.
+// goroutine provided nothing uses a any more. It returns the bytes the
+// account still counts for a; the account's owner must subtract them, and
+// one from Arenas, itself.
 func (a *Arena) Abandon() (inUse, reserved int64) {
-	inUse, reserved = a.inUse, a.reserved
-	for l := a.large; l != nil; {
-		next := l.next
-		putChunk(unsafe.Pointer(l), l.size)
-		l = next
-	}
-	for c := a.chunks; c != nil; {
-		next := c.next
-		putChunk(unsafe.Pointer(c), c.size)
-		c = next
+	if a.h != nil {
+		inUse, reserved, _ = Ref{a.h}.Abandon()
 	}
 	*a = Arena{}
 	return inUse, reserved
@@ -356,22 +346,84 @@ func (a *Arena) Abandon() (inUse, reserved int64) {
 
 // InUse returns the bytes allocated from a and not yet freed, counted at
 // their class size.
-func (a *Arena) InUse() int64 { return a.inUse }
+func (a *Arena) InUse() int64 {
+	if a.h == nil {
+		return 0
+	}
+	return a.h.inUse
+}
 
 // Reserved returns the bytes of chunks a holds.
-func (a *Arena) Reserved() int64 { return a.reserved }
+func (a *Arena) Reserved() int64 {
+	if a.h == nil {
+		return 0
+	}
+	return a.h.reserved
+}
+
+// SetMark stores v in the arena's header, where [Ref.Abandon] reports it:
+// the owner's record of its state, for whoever returns the memory after the
+// owner is gone. It takes the first chunk if the arena has none.
+func (a *Arena) SetMark(v uint64) {
+	a.first()
+	a.h.mark = v
+}
+
+// Ref returns a reference to a's memory, taking its first chunk if it has
+// none. The reference stays valid, and names the same memory, until a is
+// released or abandoned; Reset does not change it.
+func (a *Arena) Ref() Ref {
+	a.first()
+	return Ref{a.h}
+}
+
+// Ref names the memory of an arena: its first chunk, which leads to the
+// others. It holds no Go pointer, so it may be kept where the arena's owner
+// must not be reachable from, such as the argument of a cleanup attached to
+// the owner.
+type Ref struct{ h *header }
+
+// Abandon returns every chunk of the arena r names to the source, for an
+// arena whose Arena value is gone or no longer used. It reports the bytes
+// the arena's account still counts for it (its owner must subtract them, and
+// one from Arenas) and the arena's mark. Abandon of a zero Ref does nothing.
+func (r Ref) Abandon() (inUse, reserved int64, mark uint64) {
+	h := r.h
+	if h == nil {
+		return 0, 0, 0
+	}
+	inUse, reserved, mark = h.inUse, h.reserved, h.mark
+	for l := h.large; l != nil; {
+		next := l.next
+		putChunk(unsafe.Pointer(l), l.size)
+		l = next
+	}
+	for c := &h.chunk; c != nil; {
+		next := c.next
+		putChunk(unsafe.Pointer(c), c.size)
+		c = next
+	}
+	return inUse, reserved, mark
+}
 
 // Owns reports whether p points into the usable part of a chunk a holds. It
 // says nothing about whether p's block is allocated. Its cost is linear in the
 // number of chunks; it is meant for validating pointers handed in from C.
 func (a *Arena) Owns(p unsafe.Pointer) bool {
+	if a.h == nil {
+		return false
+	}
 	u := uintptr(p)
-	for c := a.chunks; c != nil; c = c.next {
-		if b := uintptr(unsafe.Pointer(c)); u-b-chunkHdr < c.size-chunkHdr {
+	for c := &a.h.chunk; c != nil; c = c.next {
+		hdr := chunkHdr
+		if c == &a.h.chunk {
+			hdr = firstHdr
+		}
+		if b := uintptr(unsafe.Pointer(c)); u-b-hdr < c.size-hdr {
 			return true
 		}
 	}
-	for l := a.large; l != nil; l = l.next {
+	for l := a.h.large; l != nil; l = l.next {
 		if b := uintptr(unsafe.Pointer(l)); u-b-largeHdr < l.size-largeHdr {
 			return true
 		}

@@ -135,11 +135,11 @@ func TestChunkGrowth(t *testing.T) {
 		a.Alloc(96)
 	}
 	want := uintptr(firstChunk)
-	for c := a.chunks; c != nil; c = c.next {
+	for c := &a.h.chunk; c != nil; c = c.next {
 		if c.size != want {
 			t.Fatalf("chunk size %d, want %d", c.size, want)
 		}
-		if c != a.chunks {
+		if c != &a.h.chunk {
 			want = min(2*want, maxChunk)
 		}
 	}
@@ -151,10 +151,11 @@ func TestLarge(t *testing.T) {
 	a.Init(&acct)
 	defer a.Release()
 	p := a.Alloc(40 << 10)
-	if got, want := a.Reserved(), int64(64<<10); got != want {
+	// The dedicated chunk, and the first chunk every arena with memory has.
+	if got, want := a.Reserved(), int64(64<<10+firstChunk); got != want {
 		t.Fatalf("Reserved = %d, want %d", got, want)
 	}
-	if a.InUse() != a.Reserved() || acct.InUse != a.InUse() || acct.Reserved != a.Reserved() {
+	if a.InUse() != 64<<10 || acct.InUse != a.InUse() || acct.Reserved != a.Reserved() {
 		t.Fatalf("InUse %d Reserved %d acct %+v", a.InUse(), a.Reserved(), acct)
 	}
 	q := a.Alloc(2 << 20) // its own mapping
@@ -167,7 +168,7 @@ func TestLarge(t *testing.T) {
 		t.Fatalf("Idle grew by %d after freeing a dedicated chunk, want %d", got, 64<<10)
 	}
 	a.Free(q, 2<<20)
-	if a.InUse() != 0 || a.Reserved() != 0 || acct.InUse != 0 || acct.Reserved != 0 {
+	if a.InUse() != 0 || a.Reserved() != firstChunk || acct.InUse != 0 || acct.Reserved != firstChunk {
 		t.Fatalf("after Free: InUse %d Reserved %d acct %+v", a.InUse(), a.Reserved(), acct)
 	}
 }
@@ -340,19 +341,48 @@ func TestFixed(t *testing.T) {
 	}
 }
 
-// TestFixedFirstChunkLarge: a first chunk taken for a block larger than
-// KeepBytes still holds the fixed block, and Reset keeps it.
+// TestFixedFirstChunkLarge: an arena whose first block is large still has
+// its fixed block in a small first chunk, which Reset keeps alone.
 func TestFixedFirstChunkLarge(t *testing.T) {
 	var a Arena
 	a.Init(nil)
 	defer a.Release()
 	a.Alloc(maxClass)
 	f := a.Fixed()
-	if a.chunks.size <= KeepBytes {
-		t.Fatalf("first chunk %d bytes, want more than KeepBytes", a.chunks.size)
+	if a.Reserved() <= KeepBytes {
+		t.Fatalf("Reserved %d, want more than KeepBytes", a.Reserved())
 	}
 	a.Reset()
-	if a.Fixed() != f || a.Reserved() != int64(a.chunks.size) {
-		t.Fatalf("Reset dropped the first chunk")
+	if a.Fixed() != f || a.Reserved() != firstChunk {
+		t.Fatalf("after Reset: Fixed %p (was %p), Reserved %d, want %d", a.Fixed(), f, a.Reserved(), firstChunk)
+	}
+}
+
+// TestRef: a Ref returns the memory of an arena whose Arena value is gone,
+// and reports its counts and mark.
+func TestRef(t *testing.T) {
+	a := new(Arena)
+	a.Init(nil)
+	a.Alloc(64)
+	a.Alloc(maxClass + 1) // a dedicated chunk
+	a.SetMark(7)
+	r := a.Ref()
+	a.Reset()
+	if a.Ref() != r {
+		t.Fatal("Reset changed the Ref")
+	}
+	a.Alloc(100)
+	inUse, reserved := a.InUse(), a.Reserved()
+	a = nil // the owner is gone; only r is left
+	before := ReadSourceStats().Idle
+	gotUse, gotRes, mark := r.Abandon()
+	if gotUse != inUse || gotRes != reserved || mark != 7 {
+		t.Fatalf("Abandon = %d, %d, %d; want %d, %d, 7", gotUse, gotRes, mark, inUse, reserved)
+	}
+	if idle := ReadSourceStats().Idle; idle-before != reserved {
+		t.Fatalf("source idle grew by %d, want %d", idle-before, reserved)
+	}
+	if u, r, m := (Ref{}).Abandon(); u != 0 || r != 0 || m != 0 {
+		t.Fatal("Abandon of a zero Ref did something")
 	}
 }

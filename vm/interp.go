@@ -677,7 +677,7 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 			}
 			r.freeSlot(d)
 		}
-		r.allocs.Free(&r.mem.a, p)
+		r.allocs.Free(&r.a, p)
 	}
 	n.Flags &^= opcodes.FlagStack
 }

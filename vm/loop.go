@@ -40,7 +40,7 @@ type Loop struct {
 	toArm  []armReq // timers set during this pass, armed at its end
 	wheel  *wheel.Wheel
 
-	self     weak.Pointer[Loop] // handed to roots, see rootMem
+	self     weak.Pointer[Loop] // handed to root cleanups, see rootRef
 	native   any                // package ffi's state for this loop; see SetNativeLoopValue
 	inbox    *ringbuf.Queue[inbound]
 	drainFn  func(*inbound)
@@ -312,8 +312,8 @@ func goid() int64 {
 // a Resumer's completion.
 type inbound struct {
 	fn   func()
-	mem  *rootMem // the arena of a collected root, to release
-	slot uint32   // resumer slot; 0 for a Post
+	mem  arena.Ref // the arena of a collected root, to release
+	slot uint32    // resumer slot; 0 for a Post
 	gen  uint32
 	code string // "" for success
 	info string
@@ -342,7 +342,7 @@ func (l *Loop) wake() {
 }
 
 func (l *Loop) handleInbound(in *inbound) {
-	if in.mem != nil {
+	if in.mem != (arena.Ref{}) {
 		l.reclaimMem(in.mem)
 		return
 	}

@@ -22,8 +22,7 @@ const (
 type root struct {
 	// What every step touches comes first, to keep a flow's turn to few
 	// cache lines when thousands of flows take turns.
-	mem       *rootMem
-	base      *Node // OpRoot frame: level 0 queue and the main thread
+	base      *Node // OpRoot frame, in a's fixed block: level 0 queue and the main thread
 	slots     []any // Go values of the steps, by Node.Fn and Node.Err; 0 is none
 	freeSlots []uint32
 	liveSlots int32  // slots in use; 0 means every slot is nil
@@ -33,6 +32,11 @@ type root struct {
 	// rootEpoch changes on Release: it invalidates every handle.
 	runEpoch  uint32
 	rootEpoch uint32
+
+	// a holds the flow's nodes and Stack memory. What must outlive the
+	// root (for the GC cleanup that returns an unreleased root's memory)
+	// is in the arena's off-heap header, named by a.Ref().
+	a arena.Arena
 
 	l       *Loop
 	foreign Foreign // non-nil: a stand-in for a foreign flow (foreign.go)
@@ -52,17 +56,23 @@ type root struct {
 	freeBuf [4]uint32
 }
 
-// rootMem is the part of a root the GC cleanup needs; it must not point
-// back at the root, or the root would never become unreachable.
-//
-// It reaches the loop through a weak pointer: a cleanup's argument is a GC
-// root, so a strong one would keep the loop, its pool and every pooled root
-// alive for good.
-type rootMem struct {
-	a    arena.Arena
-	l    weak.Pointer[Loop]
-	live bool // counted in the loop's roots; loop goroutine only
+// rootRef is what the GC cleanup of a root needs: the root's arena memory
+// and its loop. It must not reach the root, or the root would never become
+// unreachable; and it reaches the loop through a weak pointer: a cleanup's
+// argument is a GC root, so a strong one would keep the loop, its pool and
+// every pooled root alive for good.
+type rootRef struct {
+	mem arena.Ref
+	l   weak.Pointer[Loop]
 }
+
+// Marks of a root's arena (arena.Arena.SetMark): whether the root is
+// counted in its loop's roots, which the cleanup of a root the program
+// dropped must undo.
+const (
+	markReleased uint64 = iota
+	markLive
+)
 
 // NewSteps returns a new root, drawn from the loop's pool. Release it when
 // done; a root never released is reclaimed by the garbage collector with
@@ -78,46 +88,45 @@ func (l *Loop) newRoot() *root {
 		r := l.pool[k-1]
 		l.pool[k-1] = nil
 		l.pool = l.pool[:k-1]
-		r.mem.live = true
+		r.a.SetMark(markLive)
 		r.newBase()
 		return r
 	}
-	r := &root{l: l, mem: &rootMem{l: l.self, live: true}}
+	r := &root{l: l}
 	r.slots, r.freeSlots = r.slotBuf[:1], r.freeBuf[:0]
-	r.mem.a.Init(l.acct)
-	runtime.AddCleanup(r, reclaim, r.mem)
+	r.a.Init(l.acct)
+	r.a.SetMark(markLive)
+	runtime.AddCleanup(r, reclaim, rootRef{r.a.Ref(), l.self})
 	r.newBase()
 	return r
 }
 
 // reclaim returns the arena of a root the program dropped without Release.
 // It runs on the GC's cleanup goroutine, so it hands the work to the loop,
-// which owns the arena and its accounting. When the loop is closed or gone,
-// the chunks go back to the source directly.
-func reclaim(m *rootMem) {
+// which owns the arena's accounting. When the loop is closed or gone, the
+// chunks go back to the source directly.
+func reclaim(m rootRef) {
 	if l := m.l.Value(); l != nil && !l.closed.Load() {
-		l.inbox.Push(inbound{mem: m})
+		l.inbox.Push(inbound{mem: m.mem})
 		l.wake()
 		return
 	}
-	m.a.Abandon()
+	m.mem.Abandon()
 }
 
 // reclaimDead runs when a loop is collected: arenas whose reclaim was
 // queued but never handled go back to the source. (Reclaims that come
 // later find the loop gone and return their arenas themselves.)
 func reclaimDead(inbox *ringbuf.Queue[inbound]) {
-	inbox.Drain(func(in *inbound) {
-		if in.mem != nil {
-			in.mem.a.Abandon()
-		}
-	})
+	inbox.Drain(func(in *inbound) { in.mem.Abandon() })
 }
 
-func (l *Loop) reclaimMem(m *rootMem) {
-	m.a.Release()
-	if m.live {
-		m.live = false
+func (l *Loop) reclaimMem(m arena.Ref) {
+	inUse, reserved, mark := m.Abandon()
+	l.acct.InUse -= inUse
+	l.acct.Reserved -= reserved
+	l.acct.Arenas--
+	if mark == markLive {
 		l.roots--
 	}
 }
@@ -138,14 +147,15 @@ func (l *Loop) release(r *root) {
 	}
 	r.spawned = false
 	r.future = nil
-	r.mem.live = false
+	r.a.SetMark(markReleased)
 	l.roots--
 	if len(l.pool) < l.poolMax {
 		l.pool = append(l.pool, r)
 		return
 	}
-	r.mem.a.Release()
-	r.mem.a.Init(l.acct) // the root object may still be reached through stale handles
+	// The root is dropped: its cleanup returns the arena (kept whole until
+	// then, since stale handles may still reach the root) once it is
+	// collected. resetRun has trimmed it to at most arena.KeepBytes.
 }
 
 // resetRun frees everything a run allocated: nodes, slots, stack memory.
@@ -170,8 +180,8 @@ func (r *root) resetRun() {
 	}
 	r.slots = r.slots[:1]
 	r.freeSlots = r.freeSlots[:0]
-	if r.mem.a.InUse() != 0 || r.mem.a.Reserved() > arena.KeepBytes {
-		r.mem.a.Reset()
+	if r.a.InUse() != 0 || r.a.Reserved() > arena.KeepBytes {
+		r.a.Reset()
 	}
 }
 
@@ -225,7 +235,7 @@ var _ [arena.FixedSize - opcodes.NodeSize]struct{}
 // newBase starts a run's root frame in the arena's fixed block: a root
 // frame is needed by every run, so it costs no allocation.
 func (r *root) newBase() *Node {
-	n := (*Node)(r.mem.a.Fixed())
+	n := (*Node)(r.a.Fixed())
 	*n = Node{Op: opcodes.OpRoot}
 	r.seq++
 	if r.seq == 0 {
@@ -238,7 +248,7 @@ func (r *root) newBase() *Node {
 }
 
 func (r *root) newNode(op opcodes.Op) *Node {
-	n := (*Node)(r.mem.a.Alloc(opcodes.NodeSize))
+	n := (*Node)(r.a.Alloc(opcodes.NodeSize))
 	n.Op = op
 	r.seq++
 	if r.seq == 0 {
@@ -257,7 +267,7 @@ func (r *root) freeNode(n *Node) {
 		r.freeSlot(n.Err)
 	}
 	n.Seq = 0
-	r.mem.a.Free(unsafe.Pointer(n), opcodes.NodeSize)
+	r.a.Free(unsafe.Pointer(n), opcodes.NodeSize)
 }
 
 // freeQueue frees the nodes queued on n, recursively.
