@@ -6,6 +6,12 @@
 // the VM can create and discard step and frame records at a high rate without
 // generating GC work.
 //
+// An arena keeps what must outlive its Arena value (its chunk list, its byte
+// counts and its owner's mark) in the header of its first chunk, so that a
+// [Ref] can return its memory after the owner is gone: the VM attaches one to
+// each flow root's GC cleanup. The first chunk also holds the owner's fixed
+// block ([Arena.Fixed]), where the VM keeps a flow's root frame.
+//
 // Only pointer-free data may be stored in arena memory. Pointers into arena
 // memory are not Go heap pointers and may themselves be stored there. The
 // package itself writes only such pointers (free-list links and chunk headers)
