@@ -166,9 +166,11 @@ func unlockOf(p *C.FutoInSync) C.stepvm_sync_fn {
 // call runs lock or unlock for the frame as.
 func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) {
 	ls := loopOf(as.Tool())
-	bsi := bindFrame(ls, as)
+	e := bindFrame(ls, as)
+	gen := e.gen.Load()
 	s := ls.enter(as, vm.Args{})
-	C.stepvm_call_sync(f, bsi, cs.p, ls.id)
+	C.stepvm_call_sync(f, e.bsi(), cs.p, ls.id)
+	ls.keep(e, gen)
 	ls.settle(s)
 }
 
