@@ -140,8 +140,9 @@ func (l *Loop) release(r *root) {
 	r.nativeReleased()
 	r.rootEpoch++
 	r.runEpoch++
-	r.resetRun()
-	r.base = nil
+	if r.base != nil { // else the run's end has reset it, and nothing was added since
+		r.resetRun()
+	}
 	if r.state != nil {
 		r.state.reset()
 	}
