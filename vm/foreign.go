@@ -92,7 +92,7 @@ func WrapForeign(f Foreign) AsyncSteps {
 		return AsyncSteps{}
 	}
 	// epoch 0 against 1: expired for every path that does not dispatch.
-	return AsyncSteps{r: &root{foreign: f, runEpoch: 1, rootEpoch: 1}}
+	return AsyncSteps{r: &root{state: &State{foreign: f}, runEpoch: 1, rootEpoch: 1}}
 }
 
 // ForeignOf exists for foreign-function bindings: it returns the Foreign
@@ -122,8 +122,8 @@ func ForeignArgs(vals []Value) Args {
 
 // foreign returns the Foreign behind a foreign handle, nil for any other.
 func (as AsyncSteps) foreign() Foreign {
-	if as.r != nil && as.r.foreign != nil {
-		return as.r.foreign
+	if as.r != nil && as.r.state != nil {
+		return as.r.state.foreign
 	}
 	return nil
 }

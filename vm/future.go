@@ -31,7 +31,7 @@ func (as AsyncSteps) Promise() *Future {
 		return f
 	}
 	f := &Future{done: make(chan struct{})}
-	r.future = f
+	r.st().future = f
 	as.Execute()
 	return f
 }

@@ -604,8 +604,9 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	r.status = rootIdle
 	r.runEpoch++
 	l.running--
-	if f := r.future; f != nil {
-		r.future = nil
+	if st := r.state; st != nil && st.future != nil {
+		f := st.future
+		st.future = nil
 		switch {
 		case canceled:
 			f.resolve(Args{}, ErrCanceled)

@@ -39,16 +39,14 @@ type root struct {
 	a arena.Arena
 
 	l       *Loop
-	foreign Foreign // non-nil: a stand-in for a foreign flow (foreign.go)
 	status  uint8
 	spawned bool
-	future  *Future
-	state   *State // allocated on first use: most flows never touch it
-	allocs  stackalloc.List
-
-	// labels holds the loop labels by slot number; it is allocated when a
-	// labelled loop is first added, so that a slot is one interface value.
-	labels *[]string
+	// state is allocated on first use: most flows never touch it. It also
+	// holds the root's rarely used parts (its Future, loop labels, the
+	// Foreign a stand-in root dispatches to), which keeps the root at 256
+	// bytes: four cache lines, aligned in its size class's spans.
+	state  *State
+	allocs stackalloc.List
 
 	// The first backing arrays of slots and freeSlots: a flow of a few
 	// steps, such as one waiting in a loop, needs no other heap object.
@@ -147,7 +145,9 @@ func (l *Loop) release(r *root) {
 		r.state.reset()
 	}
 	r.spawned = false
-	r.future = nil
+	if r.state != nil {
+		r.state.future = nil
+	}
 	r.a.SetMark(markReleased)
 	l.roots--
 	if len(l.pool) < l.poolMax {
@@ -174,8 +174,8 @@ func (r *root) resetRun() {
 	r.allocs.Reset()
 	if r.liveSlots != 0 {
 		clear(r.slots)
-		if r.labels != nil {
-			clear(*r.labels)
+		if r.state != nil {
+			clear(r.state.labels)
 		}
 		r.liveSlots = 0
 	}
@@ -202,8 +202,8 @@ func (r *root) put(v any) uint32 {
 func (r *root) freeSlot(i uint32) {
 	if i != 0 {
 		r.slots[i] = nil
-		if r.labels != nil && i < uint32(len(*r.labels)) {
-			(*r.labels)[i] = ""
+		if r.state != nil && i < uint32(len(r.state.labels)) {
+			r.state.labels[i] = ""
 		}
 		r.freeSlots = append(r.freeSlots, i)
 		r.liveSlots--
@@ -212,20 +212,17 @@ func (r *root) freeSlot(i uint32) {
 
 // setLabel attaches a loop label to slot i.
 func (r *root) setLabel(i uint32, label string) {
-	if r.labels == nil {
-		r.labels = new([]string)
+	st := r.st()
+	if k := int(i) + 1; k > len(st.labels) {
+		st.labels = append(st.labels, make([]string, k-len(st.labels))...)
 	}
-	t := r.labels
-	if k := int(i) + 1; k > len(*t) {
-		*t = append(*t, make([]string, k-len(*t))...)
-	}
-	(*t)[i] = label
+	st.labels[i] = label
 }
 
 // label returns the loop label of slot i, "" if none.
 func (r *root) label(i uint32) string {
-	if r.labels != nil && i < uint32(len(*r.labels)) {
-		return (*r.labels)[i]
+	if r.state != nil && i < uint32(len(r.state.labels)) {
+		return r.state.labels[i]
 	}
 	return ""
 }

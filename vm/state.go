@@ -13,6 +13,11 @@ type State struct {
 	hasLast   bool
 	stack     []uintptr // entry PCs of the step functions at the last error
 
+	// The root's rarely used parts (see root.state).
+	future  *Future  // settled when the run ends (Promise)
+	labels  []string // loop labels by slot number
+	foreign Foreign  // non-nil: the root is a stand-in for a foreign flow (foreign.go)
+
 	// native is what a foreign-function binding attached to the root
 	// (SetNativeRootValue). Kept here rather than in the root, which most
 	// flows keep small; reset leaves it: it lives as long as the root.
