@@ -188,11 +188,14 @@ func (a *Arena) head(c int) *unsafe.Pointer {
 }
 
 // first takes the arena's first chunk, with its header and fixed block, if
-// it has none yet.
+// it has none yet. It is small enough to inline into its callers' fast path.
 func (a *Arena) first() {
-	if a.h != nil {
-		return
+	if a.h == nil {
+		a.takeFirst()
 	}
+}
+
+func (a *Arena) takeFirst() {
 	h := (*header)(getChunk(firstChunk))
 	*h = header{chunk: chunk{size: firstChunk}}
 	zero(unsafe.Add(unsafe.Pointer(h), firstHdr), FixedSize)
@@ -210,7 +213,7 @@ func (a *Arena) first() {
 // chunk is left unused.
 func (a *Arena) refill(n uintptr) unsafe.Pointer {
 	if a.h == nil {
-		a.first()
+		a.takeFirst()
 		if uintptr(a.off)+n <= uintptr(a.lim) {
 			p := unsafe.Add(unsafe.Pointer(a.cur), a.off)
 			a.off += uint32(n)

@@ -517,11 +517,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 		it := L.Tail // an iteration frame parked by the previous iteration
 		if it != nil {
 			L.Tail = nil
-			r.seq++
-			if r.seq == 0 {
-				r.seq = 1
-			}
-			it.Seq = r.seq
+			it.Seq = r.nextSeq()
 		} else {
 			it = r.newNode(opcodes.OpIter)
 		}

@@ -165,7 +165,7 @@ func (l *Loop) release(r *root) {
 // it holds more memory than a reset would keep.
 func (r *root) resetRun() {
 	if b := r.base; b != nil {
-		if b.Flags&opcodes.FlagChild == 0 {
+		if b.Flags&opcodes.FlagChild == 0 && b.Head != nil {
 			r.freeQueue(b) // steps an error or a cancel left unexecuted
 		}
 		b.Seq = 0 // the fixed block: not freed, see newBase
@@ -235,24 +235,25 @@ var _ [arena.FixedSize - opcodes.NodeSize]struct{}
 func (r *root) newBase() *Node {
 	n := (*Node)(r.a.Fixed())
 	*n = Node{Op: opcodes.OpRoot}
-	r.seq++
-	if r.seq == 0 {
-		r.seq = 1
-	}
-	n.Seq = r.seq
+	n.Seq = r.nextSeq()
 	n.SetTop(n)
 	r.base = n
 	return n
 }
 
-func (r *root) newNode(op opcodes.Op) *Node {
-	n := (*Node)(r.a.Alloc(opcodes.NodeSize))
-	n.Op = op
+// nextSeq returns a new Node.Seq stamp: never 0, which marks a free node.
+func (r *root) nextSeq() uint32 {
 	r.seq++
 	if r.seq == 0 {
 		r.seq = 1
 	}
-	n.Seq = r.seq
+	return r.seq
+}
+
+func (r *root) newNode(op opcodes.Op) *Node {
+	n := (*Node)(r.a.Alloc(opcodes.NodeSize))
+	n.Op = op
+	n.Seq = r.nextSeq()
 	return n
 }
 
