@@ -213,7 +213,8 @@ func TestRegressLoopWithPooledRootIsCollected(t *testing.T) {
 }
 
 // WithRootPool bounds the roots a loop keeps after Release; the rest are
-// dropped (and their arenas returned), and new roots still work.
+// dropped, their arenas returned once the garbage collector has found them,
+// and new roots still work.
 func TestRootPoolSize(t *testing.T) {
 	l := vm.NewLoop(vm.WithRootPool(3))
 	roots := make([]vm.AsyncSteps, 10)
@@ -229,10 +230,23 @@ func TestRootPoolSize(t *testing.T) {
 	if s := l.Stats(); s.PooledRoots != 3 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
 		t.Fatalf("after releasing 10 roots with a pool of 3: %+v", s)
 	}
+	// The dropped roots hold their arenas (one chunk each here, as the
+	// pooled ones) until they are collected.
+	perRoot := l.Stats().ArenaReserved / 10
+	pooled := 3 * perRoot
 	for _, r := range roots {
 		if r.Valid() {
 			t.Fatal("a released root is still valid")
 		}
+	}
+	roots = nil
+	for i := 0; i < 100 && l.Stats().ArenaReserved > pooled; i++ {
+		runtime.GC()
+		runtime.Gosched()
+		l.RunUntilIdle() // applies the reclaims the cleanups posted
+	}
+	if s := l.Stats(); perRoot == 0 || s.ArenaReserved != pooled {
+		t.Fatalf("the 7 dropped roots' arenas were not returned: %+v, want ArenaReserved %d", s, pooled)
 	}
 	as := l.NewSteps()
 	ran := false
