@@ -362,31 +362,8 @@ func (l *Loop) handleInbound(in *inbound) {
 // remains; delay is how long until the next timer when only timers remain,
 // and 0 when immediate work remains or the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
-	l.claim()
-	l.passNow = 0
-	l.inPass = true
-	if !l.inbox.Empty() {
-		l.inbox.Drain(l.drainFn)
-	}
-	for n := l.runq.len(); n > 0; n-- {
-		l.runTask(l.runq.pop())
-	}
-	var now int64
-	l.inPass = false
-	if len(l.toArm) > 0 {
-		l.armPending()
-	}
-	if l.wheel.Len() > 0 {
-		now = l.passTime()
-		for {
-			data, ok := l.wheel.Pop(now)
-			if !ok {
-				break
-			}
-			l.fire(uint32(data), uint32(data>>32))
-		}
-	}
-	if l.runq.len() > 0 || !l.inbox.Empty() || len(l.toArm) > 0 {
+	now, more := l.pass()
+	if more {
 		return true, 0
 	}
 	if l.wheel.Len() == 0 {
@@ -403,12 +380,41 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 	return false, 0
 }
 
+// pass is Iterate without the delay: it reports whether immediate work
+// remains, and the loop time it read for the timers (0 if none).
+func (l *Loop) pass() (now int64, more bool) {
+	l.claim()
+	l.passNow = 0
+	l.inPass = true
+	if !l.inbox.Empty() {
+		l.inbox.Drain(l.drainFn)
+	}
+	for n := l.runq.len(); n > 0; n-- {
+		l.runTask(l.runq.pop())
+	}
+	l.inPass = false
+	if len(l.toArm) > 0 {
+		l.armPending()
+	}
+	if l.wheel.Len() > 0 {
+		now = l.passTime()
+		for {
+			data, ok := l.wheel.Pop(now)
+			if !ok {
+				break
+			}
+			l.fire(uint32(data), uint32(data>>32))
+		}
+	}
+	return now, l.runq.len() > 0 || !l.inbox.Empty() || len(l.toArm) > 0
+}
+
 // RunUntilIdle runs passes until no immediate work is left and no timer is
-// due.
+// due. It needs no deadline of the timers left (they are not due: due ones
+// fired in the pass), so it skips what Iterate computes for its delay.
 func (l *Loop) RunUntilIdle() {
 	for {
-		work, delay := l.Iterate()
-		if !work || delay > 0 {
+		if _, more := l.pass(); !more {
 			return
 		}
 	}
