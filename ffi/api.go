@@ -36,7 +36,6 @@ func stepvmAdd(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.FutoInAsyncSteps_e
 		onError = errorHandler(eh, data)
 	}
 	vm.AddNative(c.as, execStep, onError, vm.NativeWords{A: uintptr(unsafe.Pointer(f)), B: uintptr(data)})
-	e.held = true
 }
 
 //export stepvmParallel
@@ -56,7 +55,6 @@ func stepvmParallel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, eh C.FutoInAsyncS
 	if !p.Valid() {
 		return nil
 	}
-	e.held = true
 	return e.ls.bindAccessor(p)
 }
 
@@ -116,7 +114,7 @@ func (ls *loopState) destroyStack(p unsafe.Pointer) {
 
 //export stepvmSuccess
 func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) {
-	c, e, away := beginAway(bsi, cur, "success")
+	c, e := begin(bsi, cur, "success")
 	if e == nil {
 		return
 	}
@@ -128,11 +126,11 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 	var vals [vm.MaxArgs]vm.Value
 	n, bad := fromC(ls, args, &vals)
 	if bad != "" {
-		c.fail(e, away, "success: "+bad)
+		c.fail(e, "success: "+bad)
 		return
 	}
-	if away {
-		e.post(vals, n, "", "")
+	if c.ls == nil && !e.ls.l.IsSameThread() {
+		e.res.Success(vals[:n]...) // from a foreign thread: the loop completes the step
 		return
 	}
 	c.as.Success(vals[:n]...)
@@ -140,59 +138,35 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 
 // fail fails the flow of e with InternalError and info: at once when no C
 // call runs, as on a foreign thread, where Error would not unwind anything.
-func (c callback) fail(e *entry, away bool, info string) {
-	switch {
-	case c.ls != nil:
+func (c callback) fail(e *entry, info string) {
+	if c.ls != nil {
 		c.misuse(info)
-	case away:
-		e.post([vm.MaxArgs]vm.Value{}, 0, vm.InternalError, info)
-	default:
-		c.as.Error(vm.InternalError, info)
+		return
 	}
-}
-
-// post completes the step of e from a thread the loop does not run on,
-// with success and n values or error code and info: the loop does it, in
-// a callback, if the record is still valid then and its step waits for
-// an external event, and only once per record. The step need not hold a
-// vm.Resumer, which would keep its root reachable.
-func (e *entry) post(vals [vm.MaxArgs]vm.Value, n int, code, info string) {
-	gen := e.gen.Load() // entryOf checked it: a later release makes it stale
-	e.ls.l.Post(func() {
-		if e.gen.Load() != gen || !e.waiting {
-			return
-		}
-		as, ok := e.handle()
-		if !ok {
-			return
-		}
-		e.waiting = false // only the first completion
-		defer callback{}.done()
-		if code != "" {
-			as.Error(code, info)
-			return
-		}
-		as.Success(vals[:n]...)
-	})
+	if !e.ls.l.IsSameThread() {
+		e.res.Error(vm.InternalError, info)
+		return
+	}
+	c.as.Error(vm.InternalError, info)
 }
 
 //export stepvmHandleError
 func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32_t) {
-	c, e, away := beginAway(bsi, cur, "handle_error")
+	c, e := begin(bsi, cur, "handle_error")
 	if e == nil {
 		return
 	}
 	defer c.done()
 	if code == nil {
-		c.fail(e, away, "handle_error with a NULL code")
+		c.fail(e, "handle_error with a NULL code")
 		return
 	}
 	goCode, goInfo := C.GoString(code), ""
 	if info != nil {
 		goInfo = C.GoString(info)
 	}
-	if away {
-		e.post([vm.MaxArgs]vm.Value{}, 0, goCode, goInfo)
+	if c.ls == nil && !e.ls.l.IsSameThread() {
+		e.res.Error(goCode, goInfo)
 		return
 	}
 	c.as.Error(goCode, goInfo)
@@ -209,11 +183,11 @@ func stepvmSetTimeout(bsi *C.FutoInAsyncSteps, ms C.uint32_t, cur C.uint32_t) {
 	e.waits()
 }
 
-// waits notes that the step of e waits for an external event: it outlives
-// its C call, and a foreign thread may complete it (post).
+// waits prepares a step that waits for an external event to be completed
+// from a foreign thread.
 func (e *entry) waits() {
-	if e.kind == kindFrame {
-		e.held, e.waiting = true, true
+	if e.kind == kindFrame && e.res == (vm.Resumer{}) {
+		e.res = e.as.Resumer()
 	}
 }
 
@@ -257,7 +231,6 @@ func stepvmLoop(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.stepvm_loop_fn, l
 		return
 	}
 	c.as.Loop(loopBody(f, data), goString(label))
-	e.held = true
 }
 
 //export stepvmRepeat
@@ -274,7 +247,6 @@ func stepvmRepeat(bsi *C.FutoInAsyncSteps, data C.uintptr_t, count C.size_t, f C
 	}
 	n := int(min(uint64(count), math.MaxInt))
 	c.as.Repeat(n, repeatBody(f, data), goString(label))
-	e.held = true
 }
 
 //export stepvmBreakLoop
@@ -347,7 +319,6 @@ func stepvmAddSync(bsi *C.FutoInAsyncSteps, sync *C.FutoInSync, data C.uintptr_t
 		onError = errorHandler(eh, data)
 	}
 	c.as.Sync(obj, syncStep(f, data), onError)
-	e.held = true
 }
 
 //export stepvmRootId
@@ -443,11 +414,11 @@ func stepvmSchedIsValid(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32
 
 //export stepvmIsSameThread
 func stepvmIsSameThread(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
-	c, e, away := beginAway(bsi, cur, "is_same_thread")
+	c, e := begin(bsi, cur, "is_same_thread")
 	if e == nil {
 		return 0
 	}
-	if !away && (c.ls == e.ls || e.ls.l.IsSameThread()) {
+	if c.ls == e.ls || e.ls.l.IsSameThread() {
 		return 1
 	}
 	return 0

@@ -32,13 +32,9 @@
 // time the loop runs (a closed loop runs none: the cleanups then run on
 // that goroutine, for no loop, and the records wait for the loop to be
 // collected). A record C keeps of a collected root is a stale one: calls
-// through it are misuse. A step's record holds its root only while the C
-// call it was made for runs; a step that outlives its call (it waits, or
-// runs sub-steps) and the accessors bound to it name the root weakly from
-// then on, so a flow the program drops while one of its C steps waits is
-// collected too (unless something else keeps it: a timeout keeps a flow
-// until it fires, as in package vm), and the step's record turns stale
-// with it. A root that C made with newInstance belongs to C
+// through it are misuse. What a step's frame holds is held until the frame
+// ends, so a flow the program drops while one of its C steps waits is kept
+// until that step ends. A root that C made with newInstance belongs to C
 // until C frees it, as memory from malloc does: ffi keeps it for C while
 // its loop lives, and a root C never frees is C's leak.
 //
@@ -66,12 +62,6 @@
 // descriptive ErrorInfo exactly as the same misuse from Go would. Until the
 // C function returns, further calls it makes are ignored. success, add and
 // the other calls take effect at once, as they do from Go.
-//
-// A thread the loop does not run on may call success and handle_error
-// through the record of a step that waits for an external event, and
-// is_same_thread; the loop completes the step in a callback, the first
-// completion only, if the record is still valid then. Every other call
-// belongs on the loop's goroutine.
 //
 // # Values
 //

@@ -225,7 +225,7 @@ func (ls *loopState) settle(s callSave) {
 // callback is the context of a call from C into stepvm.
 type callback struct {
 	ls *loopState    // loop of the ffi call running on this thread; nil if none
-	as vm.AsyncSteps // what the record names (begin); zero when away
+	as vm.AsyncSteps // what the record names (begin)
 }
 
 // begin starts a call from C through bsi: it resolves the record into
@@ -233,9 +233,6 @@ type callback struct {
 // call must do nothing: the record is bad, or the C function has already
 // raised something and must return. A call through a record of the loop whose C
 // call runs, the usual case, finds that loop without the registry.
-//
-// Other threads may call only success, handle_error and is_same_thread,
-// which use beginAway.
 func begin(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (callback, *entry) {
 	e, as, bad := lookup(bsi)
 	c := callback{as: as}
@@ -253,22 +250,6 @@ func begin(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (callback, *ent
 		c.misuse(what + bad)
 	}
 	return c, e
-}
-
-// beginAway is begin for the calls another thread may make: success,
-// handle_error and is_same_thread. On a thread that runs no ffi call and
-// is not the record's loop's, it checks only the record's validity
-// (entryOf), as what the record names belongs to the loop, and reports
-// away with c.as zero: success and handle_error then hand the completion
-// to the loop (entry.post).
-func beginAway(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (c callback, e *entry, away bool) {
-	if cur == 0 {
-		if e, _ = entryOf(bsi); e != nil && !e.ls.l.IsSameThread() {
-			return c, e, true
-		}
-	}
-	c, e = begin(bsi, cur, what)
-	return c, e, false
 }
 
 // misuse fails the C call running on this thread with InternalError. With

@@ -29,37 +29,25 @@ const (
 // that a stale record used from a foreign thread is detected without a data
 // race. The other fields belong to the goroutine of ls's loop.
 //
-// The record of a frame names it in as while the C call it was made for
-// runs: the frame ends, and the record with it, whatever the program does.
-// Every other record names its handle weakly, through the rootInfo of its
-// root (ri, slot), so that it does not keep a root the program drops: the
-// records of a root and of the accessors bound to it, a frame's record
-// once its call has returned with the frame still alive (it waits, or runs
-// sub-steps; see keep), and the records of accessors bound to a frame.
-// Once the root has been collected they are stale, and its loop releases
-// them (rootGone). idx, rec, pos and ls never change: a thread the loop
-// does not run on may read them.
+// The record of a frame names it in as: the frame ends, and the record
+// with it, whatever the program does. The records of a root and of the
+// accessors bound to it name it weakly, through its rootInfo (ri, slot),
+// so that they do not keep a root the program drops: once it has been
+// collected they are stale, and its loop releases them (rootGone).
 type entry struct {
-	gen     atomic.Uint32
-	idx     uint32
-	kind    uint8
-	held    bool   // the frame may outlive the C call: weaken it on return
-	waiting bool   // the frame waits for an external event: see post
-	slot    int32  // weak records but the root's: index in the rootInfo's acc
-	pos     uint32 // in ls's blocks; see releaseFrame
-	rec     *C.stepvm_bsi
-	as      vm.AsyncSteps // a frame's, during the C call that made the record
-	ri      weak.Pointer[rootInfo]
-	ls      *loopState
+	gen  atomic.Uint32
+	idx  uint32
+	kind uint8
+	slot int32  // kindRootAccessor: index in the rootInfo's accessors
+	pos  uint32 // in ls's blocks; see releaseFrame
+	rec  *C.stepvm_bsi
+	as   vm.AsyncSteps
+	ri   weak.Pointer[rootInfo]
+	ls   *loopState
+	res  vm.Resumer // set once the step waits: lets foreign threads complete it
 }
 
-// bsi returns e's record; nil for none.
-func (e *entry) bsi() *C.FutoInAsyncSteps {
-	if e == nil {
-		return nil
-	}
-	return (*C.FutoInAsyncSteps)(unsafe.Pointer(e.rec))
-}
+func (e *entry) bsi() *C.FutoInAsyncSteps { return (*C.FutoInAsyncSteps)(unsafe.Pointer(e.rec)) }
 
 const (
 	blockSize = 64
@@ -138,16 +126,17 @@ func newEntry(ls *loopState, as vm.AsyncSteps, kind uint8) *entry {
 		e = &ls.fresh[0]
 		ls.fresh = ls.fresh[1:]
 	}
-	e.kind, e.as = kind, as
+	e.kind, e.as, e.ls = kind, as, ls
 	e.rec.gen = C.uint32_t(e.gen.Load())
 	return e
 }
 
 // release invalidates e's record and queues it for reuse by its loop.
 func (e *entry) release() {
+	ls := e.ls
 	e.gen.Add(1)
-	e.as, e.ri, e.kind, e.held, e.waiting = vm.AsyncSteps{}, weak.Pointer[rootInfo]{}, 0, false, false
-	e.ls.free.push(e)
+	e.as, e.ri, e.ls, e.res, e.kind = vm.AsyncSteps{}, weak.Pointer[rootInfo]{}, nil, vm.Resumer{}, 0
+	ls.free.push(e)
 }
 
 // grow lends ls a block of records. Each starts invalid, one generation
@@ -161,7 +150,7 @@ func (ls *loopState) grow() {
 	k := uint32(len(ls.blocks))
 	for i := range b {
 		e := &b[i]
-		e.idx, e.pos, e.ls = n*blockSize+uint32(i), k*blockSize+uint32(i), ls
+		e.idx, e.pos = n*blockSize+uint32(i), k*blockSize+uint32(i)
 		e.rec = (*C.stepvm_bsi)(unsafe.Add(s.mem, i*C.sizeof_stepvm_bsi))
 		e.gen.Store(uint32(e.rec.gen) + 1)
 	}
@@ -235,51 +224,30 @@ const (
 
 // lookup returns the entry of a record and the handle it names, or why it
 // cannot. A root's handle is held from here on: the root cannot be
-// collected during the call. Loop goroutine only.
+// collected during the call.
 func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
-	e, bad := entryOf(bsi)
-	if e == nil {
-		return nil, vm.AsyncSteps{}, bad
-	}
-	as, ok := e.handle()
-	if !ok {
-		return nil, vm.AsyncSteps{}, badStale
-	}
-	return e, as, badNone
-}
-
-// entryOf returns the entry of a valid record, or why there is none. It
-// reads only what a thread the loop does not run on may read.
-func entryOf(bsi *C.FutoInAsyncSteps) (*entry, string) {
 	if bsi == nil {
-		return nil, badNull
+		return nil, vm.AsyncSteps{}, badNull
 	}
 	if bsi.api != &C.stepvm_api {
-		return nil, badForeign
+		return nil, vm.AsyncSteps{}, badForeign
 	}
 	rec := (*C.stepvm_bsi)(unsafe.Pointer(bsi))
 	idx := uint32(rec.idx)
 	b := blockOf(idx)
 	if b == nil {
-		return nil, badStale
+		return nil, vm.AsyncSteps{}, badStale
 	}
 	e := &b[idx%blockSize]
 	if e.rec != rec || e.gen.Load() != uint32(rec.gen) {
-		return nil, badStale
+		return nil, vm.AsyncSteps{}, badStale
 	}
-	return e, badNone
-}
-
-// handle returns the handle the valid record of e names, or false if it
-// names it weakly and the root has been collected (its loop has yet to
-// release the record). Loop goroutine only.
-func (e *entry) handle() (vm.AsyncSteps, bool) {
-	if e.ri == (weak.Pointer[rootInfo]{}) {
-		return e.as, true
+	if e.kind != kindRoot && e.kind != kindRootAccessor {
+		return e, e.as, badNone
 	}
 	ri := e.ri.Value()
-	if ri == nil {
-		return vm.AsyncSteps{}, false
+	if ri == nil { // collected; its loop has yet to release the record
+		return nil, vm.AsyncSteps{}, badStale
 	}
-	return ri.handle(e.slot), true
+	return e, ri.handle(e.slot), badNone
 }

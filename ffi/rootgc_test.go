@@ -85,7 +85,22 @@ func TestDroppedRootsAreCollectedOnALiveLoop(t *testing.T) {
 	if got := ctest.Counter(4); got != n {
 		t.Fatalf("%d state variables allocated, want %d", got, n)
 	}
-	expectCollected(t, l, base, n)
+	var s vm.LoopStats
+	if !settleRoots(l, func() bool {
+		s = l.Stats()
+		return s.LiveRoots == base.LiveRoots && ctest.Counter(5) == n && ls.trackedRoots() == 0
+	}) {
+		t.Fatalf("after collection: live roots %d (baseline %d), state cleanups %d of %d, roots ffi tracks %d",
+			s.LiveRoots, base.LiveRoots, ctest.Counter(5), n, ls.trackedRoots())
+	}
+	if s.ArenaInUse != base.ArenaInUse {
+		t.Errorf("arena bytes in use %d after collection, baseline %d", s.ArenaInUse, base.ArenaInUse)
+	}
+	// Exactly once: more rounds clean up nothing more.
+	settleRoots(l, func() bool { return false })
+	if got := ctest.Counter(5); got != n {
+		t.Errorf("state cleanups = %d after more collection rounds, want %d", got, n)
+	}
 	// The records of the collected roots were given back: a new flow
 	// reuses them rather than growing the loop's blocks.
 	blocks := len(ls.blocks)
@@ -98,30 +113,6 @@ func TestDroppedRootsAreCollectedOnALiveLoop(t *testing.T) {
 	}
 	if len(ls.blocks) != blocks {
 		t.Errorf("record blocks grew from %d to %d: the records of collected roots were not reused", blocks, len(ls.blocks))
-	}
-}
-
-// expectCollected checks that n roots the program dropped on l, each with
-// a C state variable counted by ctest counter 5, have been collected back
-// to the stats base, their C state cleanups run exactly once (more rounds
-// clean up nothing more), and that ffi tracks no root of l.
-func expectCollected(t *testing.T, l *vm.Loop, base vm.LoopStats, n int) {
-	t.Helper()
-	ls := loopOf(l)
-	var s vm.LoopStats
-	if !settleRoots(l, func() bool {
-		s = l.Stats()
-		return s.LiveRoots == base.LiveRoots && ctest.Counter(5) == n && ls.trackedRoots() == 0
-	}) {
-		t.Fatalf("after collection: live roots %d (baseline %d), state cleanups %d of %d, roots ffi tracks %d",
-			s.LiveRoots, base.LiveRoots, ctest.Counter(5), n, ls.trackedRoots())
-	}
-	if s.ArenaInUse != base.ArenaInUse {
-		t.Errorf("arena bytes in use %d after collection, baseline %d", s.ArenaInUse, base.ArenaInUse)
-	}
-	settleRoots(l, func() bool { return false })
-	if got := ctest.Counter(5); got != n {
-		t.Errorf("state cleanups = %d after more collection rounds, want %d", got, n)
 	}
 }
 

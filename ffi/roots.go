@@ -28,8 +28,7 @@ type rootInfo struct {
 	ls      *loopState
 	self    weak.Pointer[rootInfo]
 	rec     *entry
-	acc     []vm.AsyncSteps // what weak records other than the root's name, by entry slot
-	free    []int32         // slots of acc that no record uses
+	acc     []vm.AsyncSteps // accessors bound to the root, by entry slot
 	owned   bool            // created by newInstance: C owns it until free
 	ownedAt int             // index in ls.owned while owned
 	ueh     C.FutoInAsyncSteps_error_callback
@@ -46,15 +45,11 @@ type rootInfo struct {
 // the loop, and touches vars itself only when the loop runs no callbacks
 // (under loopRes.mu, which track holds as it appends).
 type rootRes struct {
-	res    *loopRes
-	live   atomic.Bool // holds something: tracked by its loop
-	pos    []uint32    // records bound to the root, by position in the loop's blocks
-	frames []uint32    // by slot of rootInfo.acc: frame-bound records there, or noPos
-	vars   []*cvar
+	res  *loopRes
+	live atomic.Bool // holds something: tracked by its loop
+	pos  []uint32    // records bound to the root, by position in the loop's blocks
+	vars []*cvar
 }
-
-// noPos is the position of no record.
-const noPos = ^uint32(0)
 
 // cvar is a state variable made by stateVariable: the C value, kept in the
 // root's State under its name, and how to destroy it. It holds no Go
@@ -122,37 +117,6 @@ func (ri *rootInfo) bind(kind uint8, slot int32) *entry {
 	return e
 }
 
-// slotFor stores as in a free slot of acc and returns it; pos is the
-// record the frame it belongs to releases (noPos: the root does).
-func (ri *rootInfo) slotFor(as vm.AsyncSteps, pos uint32) int32 {
-	if k := len(ri.free); k > 0 {
-		s := ri.free[k-1]
-		ri.free = ri.free[:k-1]
-		ri.acc[s], ri.own.frames[s] = as, pos
-		return s
-	}
-	ri.acc = append(ri.acc, as)
-	ri.own.frames = append(ri.own.frames, pos)
-	return int32(len(ri.acc) - 1)
-}
-
-// weaken makes e, the record of a live frame or of an accessor bound to
-// one, name as weakly, through the root's acc, so that it no longer keeps
-// the root reachable. The frame still releases the record as it ends
-// (releaseFrame, then unweaken); if the root is collected first, the
-// root's loop does (dropRes).
-func (ri *rootInfo) weaken(e *entry, as vm.AsyncSteps) {
-	e.slot = ri.slotFor(as, e.pos)
-	e.ri, e.as = ri.self, vm.AsyncSteps{}
-}
-
-// unweaken frees the slot of e, a record weaken bound to the root, as its
-// frame ends.
-func (ri *rootInfo) unweaken(e *entry) {
-	ri.acc[e.slot], ri.own.frames[e.slot] = vm.AsyncSteps{}, noPos
-	ri.free = append(ri.free, e.slot)
-}
-
 // forget releases e, a record bound to the root, before the root goes.
 func (ri *rootInfo) forget(e *entry) {
 	pos := ri.own.pos
@@ -182,7 +146,7 @@ func (ls *loopState) drop(ri *rootInfo) {
 	}
 	ls.dropRes(ri.own)
 	clear(ri.acc)
-	ri.as, ri.rec, ri.acc, ri.free, ri.ueh, ri.uehData = vm.AsyncSteps{}, nil, ri.acc[:0], ri.free[:0], nil, 0
+	ri.as, ri.rec, ri.acc, ri.ueh, ri.uehData = vm.AsyncSteps{}, nil, ri.acc[:0], nil, 0
 }
 
 // dropRes gives back the records and state variables of a root, released
@@ -193,11 +157,6 @@ func (ls *loopState) dropRes(own *rootRes) {
 	for _, pos := range own.pos {
 		ls.blocks[pos/blockSize][pos%blockSize].release()
 	}
-	for _, pos := range own.frames {
-		if pos != noPos { // a frame of a collected root: it never ends
-			ls.blocks[pos/blockSize][pos%blockSize].release()
-		}
-	}
 	for i, v := range own.vars {
 		own.vars[i] = nil
 		if ls.res.untrack(v) {
@@ -206,7 +165,7 @@ func (ls *loopState) dropRes(own *rootRes) {
 			ls.leave(s) // nothing to raise into: the root has ended
 		}
 	}
-	own.pos, own.frames, own.vars = own.pos[:0], own.frames[:0], own.vars[:0]
+	own.pos, own.vars = own.pos[:0], own.vars[:0]
 }
 
 // hold keeps a root that newInstance made for C until C frees it: the

@@ -34,12 +34,10 @@ func syncStep(f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) vm.ExecFu
 // runStep calls the C step f for the frame as with args.
 func runStep(as vm.AsyncSteps, args vm.Args, f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) {
 	ls := loopOf(as.Tool())
-	e := bindFrame(ls, as)
-	gen := e.gen.Load()
+	bsi := bindFrame(ls, as)
 	ca := cArgs(as, args)
 	s := ls.enter(as, args)
-	C.stepvm_call_exec(f, e.bsi(), data, ca, ls.id)
-	ls.keep(e, gen)
+	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
 	ls.settleStep(s)
 }
 
@@ -65,12 +63,10 @@ func (ls *loopState) settleStep(s callSave) {
 func errorHandler(eh C.FutoInAsyncSteps_error_callback, data C.uintptr_t) vm.ErrorFunc {
 	return func(as vm.AsyncSteps, code string) {
 		ls := loopOf(as.Tool())
-		e := bindFrame(ls, as)
-		gen := e.gen.Load()
+		bsi := bindFrame(ls, as)
 		ccode := frameString(as, code)
 		s := ls.enter(as, vm.Args{})
-		C.stepvm_call_error(eh, e.bsi(), data, ccode, ls.id)
-		ls.keep(e, gen)
+		C.stepvm_call_error(eh, bsi, data, ccode, ls.id)
 		ls.settle(s)
 	}
 }
@@ -79,11 +75,9 @@ func errorHandler(eh C.FutoInAsyncSteps_error_callback, data C.uintptr_t) vm.Err
 func loopBody(f C.stepvm_loop_fn, data C.uintptr_t) func(vm.AsyncSteps) {
 	return func(as vm.AsyncSteps) {
 		ls := loopOf(as.Tool())
-		e := bindFrame(ls, as)
-		gen := e.gen.Load()
+		bsi := bindFrame(ls, as)
 		s := ls.enter(as, vm.Args{})
-		C.stepvm_call_loop(f, e.bsi(), data, ls.id)
-		ls.keep(e, gen)
+		C.stepvm_call_loop(f, bsi, data, ls.id)
 		ls.settle(s)
 	}
 }
@@ -92,11 +86,9 @@ func loopBody(f C.stepvm_loop_fn, data C.uintptr_t) func(vm.AsyncSteps) {
 func repeatBody(f C.stepvm_repeat_fn, data C.uintptr_t) func(vm.AsyncSteps, int) {
 	return func(as vm.AsyncSteps, i int) {
 		ls := loopOf(as.Tool())
-		e := bindFrame(ls, as)
-		gen := e.gen.Load()
+		bsi := bindFrame(ls, as)
 		s := ls.enter(as, vm.Args{})
-		C.stepvm_call_repeat(f, e.bsi(), data, C.size_t(i), ls.id)
-		ls.keep(e, gen)
+		C.stepvm_call_repeat(f, bsi, data, C.size_t(i), ls.id)
 		ls.settle(s)
 	}
 }
@@ -110,7 +102,7 @@ func cancelHandler(ch C.FutoInAsyncSteps_cancel_callback, data C.uintptr_t, e *e
 		ls := loopOf(as.Tool())
 		bsi := rec
 		if r, _, _ := lookup(rec); r == nil || r.gen.Load() != gen {
-			bsi = bindFrame(ls, as).bsi() // the frame is canceled: it ends with the call
+			bsi = bindFrame(ls, as)
 		}
 		s := ls.enter(as, vm.Args{})
 		C.stepvm_call_cancel(ch, bsi, data, ls.id)

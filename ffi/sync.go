@@ -166,11 +166,9 @@ func unlockOf(p *C.FutoInSync) C.stepvm_sync_fn {
 // call runs lock or unlock for the frame as.
 func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) {
 	ls := loopOf(as.Tool())
-	e := bindFrame(ls, as)
-	gen := e.gen.Load()
+	bsi := bindFrame(ls, as)
 	s := ls.enter(as, vm.Args{})
-	C.stepvm_call_sync(f, e.bsi(), cs.p, ls.id)
-	ls.keep(e, gen)
+	C.stepvm_call_sync(f, bsi, cs.p, ls.id)
 	ls.settle(s)
 }
 
