@@ -34,7 +34,8 @@
 // collected). A record C keeps of a collected root is a stale one: calls
 // through it are misuse. What a step's frame holds is held until the frame
 // ends, so a flow the program drops while one of its C steps waits is kept
-// until that step ends. A root that C made with newInstance belongs to C
+// until that step ends: C may still complete it through the step's record,
+// which the garbage collector cannot see, as a Go vm.Resumer keeps its flow. A root that C made with newInstance belongs to C
 // until C frees it, as memory from malloc does: ffi keeps it for C while
 // its loop lives, and a root C never frees is C's leak.
 //
