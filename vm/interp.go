@@ -600,6 +600,7 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	r.status = rootIdle
 	r.runEpoch++
 	l.running--
+	r.a.SetMark(markLive)
 	if st := r.state; st != nil && st.future != nil {
 		f := st.future
 		st.future = nil

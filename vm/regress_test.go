@@ -257,3 +257,29 @@ func TestRootPoolSize(t *testing.T) {
 		t.Fatalf("ran=%v pooled=%d after reusing a pooled root", ran, l.Stats().PooledRoots)
 	}
 }
+
+// A running flow the program drops while it waits for an event nothing can
+// deliver any more (no handle, no Resumer) is garbage: once collected, it
+// no longer counts as live or running.
+func TestDroppedWaitingRootLeavesTheStats(t *testing.T) {
+	l := vm.NewLoop()
+	defer l.Close()
+	const n = 100
+	for range n {
+		as := l.NewSteps()
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() })
+		as.Execute()
+	}
+	l.RunUntilIdle()
+	if s := l.Stats(); s.RunningRoots != n || s.LiveRoots != n {
+		t.Fatalf("before collection: %+v, want %d running", s, n)
+	}
+	for i := 0; i < 100 && l.Stats().LiveRoots > 0; i++ {
+		runtime.GC()
+		runtime.Gosched()
+		l.RunUntilIdle() // applies the reclaims the cleanups posted
+	}
+	if s := l.Stats(); s.RunningRoots != 0 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
+		t.Fatalf("after collection: %+v, want no live or running roots", s)
+	}
+}

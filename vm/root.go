@@ -65,11 +65,12 @@ type rootRef struct {
 }
 
 // Marks of a root's arena (arena.Arena.SetMark): whether the root is
-// counted in its loop's roots, which the cleanup of a root the program
-// dropped must undo.
+// counted in its loop's roots, and in its running roots, which the cleanup
+// of a root the program dropped must undo.
 const (
-	markReleased uint64 = iota
-	markLive
+	markReleased uint64 = 0
+	markLive     uint64 = 1 << iota
+	markRunning
 )
 
 // NewSteps returns a new root, drawn from the loop's pool. Release it when
@@ -124,8 +125,11 @@ func (l *Loop) reclaimMem(m arena.Ref) {
 	l.acct.InUse -= inUse
 	l.acct.Reserved -= reserved
 	l.acct.Arenas--
-	if mark == markLive {
+	if mark&markLive != 0 {
 		l.roots--
+	}
+	if mark&markRunning != 0 { // a flow nothing could complete any more
+		l.running--
 	}
 }
 

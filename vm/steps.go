@@ -452,6 +452,7 @@ func (as AsyncSteps) Execute() {
 	}
 	r.status = rootRunning
 	l.running++
+	r.a.SetMark(markLive | markRunning)
 	l.pushFlow(r, r.ensureBase(), nil)
 }
 
