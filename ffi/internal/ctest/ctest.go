@@ -125,3 +125,17 @@ func String(p uintptr, n uint32) string {
 // ExecuteWithHandler executes root from C with a handler of unhandled
 // errors that prints "unhandled: <code>".
 func ExecuteWithHandler(root unsafe.Pointer) { C.ctest_execute_with_handler(bsi(root)) }
+
+// AddWait adds a C step that waits for an external event; Waiting returns
+// the record of the last one that ran.
+func AddWait(p unsafe.Pointer) { C.ctest_add_wait(bsi(p)) }
+
+func Waiting() unsafe.Pointer { return unsafe.Pointer(C.ctest_waiting()) }
+
+// Complete calls success with the string s through p from C, as an event
+// callback of a C library would.
+func Complete(p unsafe.Pointer, s string) {
+	cs := C.CString(s)
+	defer C.free(unsafe.Pointer(cs))
+	C.ctest_complete(bsi(p), cs)
+}

@@ -49,6 +49,11 @@ void ctest_counters_reset(void);
 void ctest_foreign_thread(FutoInAsyncSteps* root);
 void ctest_free_new(void);
 
+/* wait.c */
+void ctest_add_wait(FutoInAsyncSteps* bsi);
+FutoInAsyncSteps* ctest_waiting(void);
+void ctest_complete(FutoInAsyncSteps* bsi, const char* s);
+
 /* bench.c */
 void ctest_add_nop(FutoInAsyncSteps* bsi);
 void ctest_add_nop_success(FutoInAsyncSteps* bsi);
