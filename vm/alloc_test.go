@@ -3,6 +3,7 @@ package vm_test
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stepvm/stepvm/vm"
 )
@@ -160,4 +161,28 @@ func TestZeroAllocPostFromAnotherGoroutine(t *testing.T) {
 		<-done
 		l.RunUntilIdle()
 	})
+}
+
+// Tearing a frame down runs its cancel handler and its Stack destroy
+// callback through protected calls that allocate nothing.
+func TestZeroAllocTeardown(t *testing.T) {
+	l := vm.NewLoop()
+	onCancel := func(vm.AsyncSteps) { sink++ }
+	destroy := func(unsafe.Pointer) { sink++ }
+	step := func(as vm.AsyncSteps, _ vm.Args) {
+		as.StackRaw(32, destroy)
+		as.SetCancel(onCancel)
+	}
+	before := sink
+	assertNoAllocs(t, "cancel handler and Stack destroy", 10, func() {
+		root := l.NewSteps()
+		root.Add(step)
+		root.Execute()
+		l.RunUntilIdle()
+		root.Cancel()
+		root.Release()
+	})
+	if sink-before < 2*1010 {
+		t.Fatalf("cancel handlers and destroy callbacks ran %d times, want at least %d", sink-before, 2*1010)
+	}
 }

@@ -30,19 +30,19 @@ func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
 
 // callCancel runs a cancel handler; the frame is not "in call": the only
 // thing a cancel handler may do with its handle is read state.
-func (l *Loop) callCancel(fn CancelFunc, as AsyncSteps) (p any) {
-	prev := l.enter(nil)
-	l.teardown++
-	defer func() {
-		p = recover()
-		l.teardown--
-		l.leave(nil, prev)
-	}()
-	fn(as)
-	return nil
+func (l *Loop) callCancel(fn CancelFunc, as AsyncSteps) any {
+	return l.callTeardown(func() { fn(as) })
 }
 
-func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) (p any) {
+// callDestroy runs a Stack destroy callback.
+func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) any {
+	return l.callTeardown(func() { fn(ptr) })
+}
+
+// callTeardown runs fn as code that tears a frame down: calls through
+// handles are recorded, not carried out (see AsyncSteps' misuse rules).
+// fn does not escape, so the closures above stay on the stack.
+func (l *Loop) callTeardown(fn func()) (p any) {
 	prev := l.enter(nil)
 	l.teardown++
 	defer func() {
@@ -50,7 +50,7 @@ func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) (p any) 
 		l.teardown--
 		l.leave(nil, prev)
 	}()
-	fn(ptr)
+	fn()
 	return nil
 }
 

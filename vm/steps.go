@@ -53,17 +53,18 @@ func (as AsyncSteps) frame() (*Node, bool) {
 
 // Valid reports whether the handle can be used (FTN12's boolean cast).
 func (as AsyncSteps) Valid() bool {
-	if f := as.foreign(); f != nil {
-		return f.Valid()
-	}
 	r := as.r
 	if r == nil {
 		return false
 	}
-	if as.n == nil {
-		return as.epoch == r.rootEpoch
+	if as.n == nil && as.epoch == r.rootEpoch ||
+		as.n != nil && as.epoch == r.runEpoch && as.n.Seq == as.seq {
+		return true
 	}
-	return as.epoch == r.runEpoch && as.n.Seq == as.seq
+	if f := as.foreign(); f != nil { // a foreign stand-in's epochs never match
+		return f.Valid()
+	}
+	return false
 }
 
 // Tool returns the event loop running the flow (FTN12's AsyncTool).
