@@ -33,15 +33,7 @@ func errorStepvm(b *testing.B) {
 		l.RunUntilIdle()
 		as.Release()
 	}
-	flow()
-	*handled = 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		flow()
-	}
-	b.StopTimer()
-	reportPer(b, "flow")
+	timeFlows(b, flow, func() { *handled = 0 })
 	if *handled != b.N {
 		b.Fatalf("%d errors handled, want %d", *handled, b.N)
 	}
@@ -51,17 +43,11 @@ func errorSpawn(b *testing.B) {
 	l := vm.NewLoop()
 	defer l.Close()
 	fail, onError, handled := errorSteps()
-	l.Spawn(fail, onError)
-	l.RunUntilIdle()
-	*handled = 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
+	flow := func() {
 		l.Spawn(fail, onError)
 		l.RunUntilIdle()
 	}
-	b.StopTimer()
-	reportPer(b, "flow")
+	timeFlows(b, flow, func() { *handled = 0 })
 	if *handled != b.N {
 		b.Fatalf("%d errors handled, want %d", *handled, b.N)
 	}

@@ -21,15 +21,7 @@ func simpleStepvm(b *testing.B) {
 		l.RunUntilIdle()
 		as.Release()
 	}
-	flow() // the loop's pool now holds a root
-	ran = 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		flow()
-	}
-	b.StopTimer()
-	reportPer(b, "flow")
+	timeFlows(b, flow, func() { ran = 0 })
 	if ran != b.N {
 		b.Fatalf("%d steps ran, want %d", ran, b.N)
 	}
@@ -42,17 +34,11 @@ func simpleSpawn(b *testing.B) {
 	defer l.Close()
 	ran := 0
 	step := func(vm.AsyncSteps, vm.Args) { ran++ }
-	l.Spawn(step)
-	l.RunUntilIdle()
-	ran = 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
+	flow := func() {
 		l.Spawn(step)
 		l.RunUntilIdle()
 	}
-	b.StopTimer()
-	reportPer(b, "flow")
+	timeFlows(b, flow, func() { ran = 0 })
 	if ran != b.N {
 		b.Fatalf("%d steps ran, want %d", ran, b.N)
 	}

@@ -64,14 +64,7 @@ func timeoutStepvm(b *testing.B) {
 		}
 		as.Release()
 	}
-	flow()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		flow()
-	}
-	b.StopTimer()
-	reportPer(b, "flow")
+	timeFlows(b, flow, nil)
 	t.check(b)
 }
 
@@ -85,14 +78,7 @@ func timeoutSpawn(b *testing.B) {
 			b.Fatal("the step does not wait")
 		}
 	}
-	flow()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		flow()
-	}
-	b.StopTimer()
-	reportPer(b, "flow")
+	timeFlows(b, flow, nil)
 	t.check(b)
 }
 

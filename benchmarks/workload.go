@@ -67,6 +67,23 @@ func reportPer(b *testing.B, unit string) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/"+unit)
 }
 
+// timeFlows runs flow once to warm the loop's pools, calls reset (if not
+// nil) to zero what the workload counts, then times b.N runs of flow and
+// reports them per flow.
+func timeFlows(b *testing.B, flow, reset func()) {
+	flow()
+	if reset != nil {
+		reset()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		flow()
+	}
+	b.StopTimer()
+	reportPer(b, "flow")
+}
+
 // memInUse returns the bytes of live Go heap and goroutine stacks, plus the
 // arena chunks held by l's roots when l is not nil (see Workloads).
 func memInUse(l *vm.Loop) int64 {
