@@ -48,6 +48,23 @@ func (p *parallelFlows) complete() int {
 	return n
 }
 
+// time runs an untimed batch that grows the loop's queues and pool, then
+// times b.N flows run in batches of at most batchSize by batch, and checks
+// that every flow subtracted its value.
+func (p *parallelFlows) time(b *testing.B, batch func(k int)) {
+	batch(batchSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batchSize {
+		batch(min(batchSize, b.N-done))
+	}
+	b.StopTimer()
+	reportPer(b, "flow")
+	if p.counter != 0 {
+		b.Fatalf("counter = %d, want 0", p.counter)
+	}
+}
+
 func parallelStepvm(b *testing.B) {
 	p := newParallelFlows()
 	defer p.l.Close()
@@ -68,17 +85,7 @@ func parallelStepvm(b *testing.B) {
 		}
 		roots = roots[:0]
 	}
-	batch(batchSize) // grow the loop's queues and pool
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += batchSize {
-		batch(min(batchSize, b.N-done))
-	}
-	b.StopTimer()
-	reportPer(b, "flow")
-	if p.counter != 0 {
-		b.Fatalf("counter = %d, want 0", p.counter)
-	}
+	p.time(b, batch)
 }
 
 // parallelSpawn is the per-request form: each flow is a spawned root whose
@@ -99,17 +106,7 @@ func parallelSpawn(b *testing.B) {
 			b.Fatalf("%d steps waited, want %d", n, k)
 		}
 	}
-	batch(batchSize)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += batchSize {
-		batch(min(batchSize, b.N-done))
-	}
-	b.StopTimer()
-	reportPer(b, "flow")
-	if p.counter != 0 {
-		b.Fatalf("counter = %d, want 0", p.counter)
-	}
+	p.time(b, batch)
 	if s := p.l.Stats(); s.RunningRoots != 0 {
 		b.Fatalf("%d roots still running", s.RunningRoots)
 	}
