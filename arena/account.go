@@ -11,3 +11,11 @@ type Account struct {
 	Reserved int64 // bytes of chunks currently held by the arenas of this account
 	Arenas   int64 // arenas initialized on this account and not yet released/abandoned
 }
+
+// Remove takes an abandoned arena off the account: the bytes Abandon
+// returned for it, and the arena itself.
+func (acct *Account) Remove(inUse, reserved int64) {
+	acct.InUse -= inUse
+	acct.Reserved -= reserved
+	acct.Arenas--
+}

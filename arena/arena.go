@@ -335,9 +335,7 @@ func (a *Arena) Release() {
 	acct := a.acct
 	inUse, reserved := a.Abandon()
 	if acct != nil {
-		acct.InUse -= inUse
-		acct.Reserved -= reserved
-		acct.Arenas--
+		acct.Remove(inUse, reserved)
 	}
 }
 

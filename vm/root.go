@@ -69,8 +69,8 @@ type rootRef struct {
 // of a root the program dropped must undo.
 const (
 	markReleased uint64 = 0
-	markLive     uint64 = 1 << iota
-	markRunning
+	markLive     uint64 = 1 << 0
+	markRunning  uint64 = 1 << 1
 )
 
 // NewSteps returns a new root, drawn from the loop's pool. Release it when
@@ -122,9 +122,7 @@ func reclaimDead(inbox *ringbuf.Queue[inbound]) {
 
 func (l *Loop) reclaimMem(m arena.Ref) {
 	inUse, reserved, mark := m.Abandon()
-	l.acct.InUse -= inUse
-	l.acct.Reserved -= reserved
-	l.acct.Arenas--
+	l.acct.Remove(inUse, reserved)
 	if mark&markLive != 0 {
 		l.roots--
 	}
