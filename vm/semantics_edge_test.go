@@ -27,161 +27,124 @@ func TestSemEmptyRoot(t *testing.T) {
 
 // SuccessStep in an error handler recovers with its values.
 func TestSemErrorHandlerSuccessStep(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Error("E")
-	}, func(as vm.AsyncSteps, code string) {
-		as.SuccessStep(vm.Str("default"), vm.Int(1))
-	})
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s %d", a.String(0), a.Int(1)) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "next got default 1")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("E")
+		}, func(as vm.AsyncSteps, code string) {
+			as.SuccessStep(vm.Str("default"), vm.Int(1))
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s %d", a.String(0), a.Int(1)) })
+	}, "next got default 1")
 }
 
 // Success after adding steps in an error handler is misuse: the handler
 // completes through the steps it added.
 func TestSemErrorHandlerSuccessAfterAdd(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Error("E")
+	semRunFail(t, vm.InternalError, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Error("E")
+			}, func(as vm.AsyncSteps, code string) {
+				as.Add(log.step("added never"))
+				as.Success()
+			})
 		}, func(as vm.AsyncSteps, code string) {
-			as.Add(log.step("added never"))
-			as.Success()
+			log.add("outer %s", code)
+			semInfoMentions(t, as.State().ErrorInfo(), "Success")
 		})
-	}, func(as vm.AsyncSteps, code string) {
-		log.add("outer %s", code)
-		semInfoMentions(t, as.State().ErrorInfo(), "Success")
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, vm.InternalError)
-	semExpect(t, &log, "outer InternalError")
+	}, "outer InternalError")
 }
 
 // An error handler that adds steps and then raises drops the added steps.
 func TestSemErrorHandlerAddThenError(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Error("E")
-		}, func(as vm.AsyncSteps, code string) {
-			as.Add(log.step("added never"))
-			as.Error("F")
-		})
-	}, func(as vm.AsyncSteps, code string) { log.add("outer %s", code) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, "F")
-	semExpect(t, &log, "outer F")
+	semRunFail(t, "F", func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Error("E")
+			}, func(as vm.AsyncSteps, code string) {
+				as.Add(log.step("added never"))
+				as.Error("F")
+			})
+		}, func(as vm.AsyncSteps, code string) { log.add("outer %s", code) })
+	}, "outer F")
 }
 
 // A parallel's error handler may add steps: they run, then the flow goes
 // on after the parallel.
 func TestSemParallelHandlerAddsSteps(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	p := root.Parallel(func(as vm.AsyncSteps, code string) {
-		log.add("handler %s", code)
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("recovery")
-			as.Success(vm.Int(3))
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		p := root.Parallel(func(as vm.AsyncSteps, code string) {
+			log.add("handler %s", code)
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("recovery")
+				as.Success(vm.Int(3))
+			})
 		})
-	})
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") })
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Int(0)) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "handler E", "recovery", "after got 3")
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") })
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Int(0)) })
+	}, "handler E", "recovery", "after got 3")
 }
 
 // A timeout in a branch aborts the parallel with Timeout.
 func TestSemTimeoutInBranch(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(10 * time.Millisecond) })
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetCancel(func(vm.AsyncSteps) { log.add("cancel sibling") })
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(10 * time.Millisecond) })
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel sibling") })
+		})
 	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(10 * time.Millisecond)
-	l.RunUntilIdle()
-	semFail(t, f, vm.Timeout)
-	semExpect(t, &log, "cancel sibling", "handler Timeout")
+	r.advance(10 * time.Millisecond)
+	semFail(t, r.f, vm.Timeout)
+	semExpect(t, r.log, "cancel sibling", "handler Timeout")
 }
 
 // A timeout of a step enclosing a parallel cancels every branch.
 func TestSemTimeoutAroundParallel(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetTimeout(10 * time.Millisecond)
-		p := as.Parallel(func(as vm.AsyncSteps, code string) { log.add("parallel handler %s", code) })
-		for _, name := range []string{"a", "b"} {
-			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel %s", name) })
-			})
-		}
-	}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(10 * time.Millisecond)
-	l.RunUntilIdle()
-	semFail(t, f, vm.Timeout)
-	semExpect(t, &log, "cancel a", "cancel b", "parallel handler Timeout", "outer handler Timeout")
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetTimeout(10 * time.Millisecond)
+			p := as.Parallel(func(as vm.AsyncSteps, code string) { log.add("parallel handler %s", code) })
+			for _, name := range []string{"a", "b"} {
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel %s", name) })
+				})
+			}
+		}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+	})
+	r.advance(10 * time.Millisecond)
+	semFail(t, r.f, vm.Timeout)
+	semExpect(t, r.log, "cancel a", "cancel b", "parallel handler Timeout", "outer handler Timeout")
 }
 
 // A timeout of a loop iteration leaves the loop with Timeout.
 func TestSemTimeoutInLoopBody(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Repeat(3, func(as vm.AsyncSteps, i int) {
-			log.add("iter %d", i)
-			if i == 1 {
-				as.SetTimeout(5 * time.Millisecond)
-			}
-		})
-	}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(5 * time.Millisecond)
-	l.RunUntilIdle()
-	semFail(t, f, vm.Timeout)
-	semExpect(t, &log, "iter 0", "iter 1", "handler Timeout")
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Repeat(3, func(as vm.AsyncSteps, i int) {
+				log.add("iter %d", i)
+				if i == 1 {
+					as.SetTimeout(5 * time.Millisecond)
+				}
+			})
+		}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+	})
+	r.advance(5 * time.Millisecond)
+	semFail(t, r.f, vm.Timeout)
+	semExpect(t, r.log, "iter 0", "iter 1", "handler Timeout")
 }
 
 // Break runs the cancel handler of the very step that calls it.
 func TestSemBreakRunsOwnCancel(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Loop(func(as vm.AsyncSteps) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("own cancel") })
-			as.Break()
-		}, func(as vm.AsyncSteps, code string) { log.add("handler must not run") })
-	})
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "own cancel", "after")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Loop(func(as vm.AsyncSteps) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("own cancel") })
+				as.Break()
+			}, func(as vm.AsyncSteps, code string) { log.add("handler must not run") })
+		})
+		root.Add(log.step("after"))
+	}, "own cancel", "after")
 }
 
 // Cancel and Release called again from inside a cancel handler of the same
@@ -224,23 +187,19 @@ func TestSemReentrantCancel(t *testing.T) {
 // Cancel from inside an error handler of a timeout ends the flow canceled,
 // with the outer handlers not called.
 func TestSemCancelFromTimeoutHandler(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetTimeout(time.Millisecond)
-		}, func(as vm.AsyncSteps, code string) {
-			log.add("inner %s", code)
-			root.Cancel()
-		})
-	}, func(as vm.AsyncSteps, code string) { log.add("outer must not run") })
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(time.Millisecond)
-	l.RunUntilIdle()
-	semExpect(t, &log, "inner Timeout")
-	if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetTimeout(time.Millisecond)
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("inner %s", code)
+				root.Cancel()
+			})
+		}, func(as vm.AsyncSteps, code string) { log.add("outer must not run") })
+	})
+	r.advance(time.Millisecond)
+	semExpect(t, r.log, "inner Timeout")
+	if _, err := semResult(t, r.f); !errors.Is(err, vm.ErrCanceled) {
 		t.Fatalf("Future error %v", err)
 	}
 }
@@ -437,32 +396,28 @@ func TestSemResumerAfterHandleSuccess(t *testing.T) {
 // changes nothing.
 func TestSemTimeoutRacesCompletion(t *testing.T) {
 	for _, timeoutFirst := range []bool{true, false} {
-		l, clk := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			complete := func() { as.Success(vm.Str("value")) }
-			if timeoutFirst {
-				as.SetTimeout(10 * time.Millisecond)
-				as.Tool().Deferred(10*time.Millisecond, complete)
-			} else {
-				as.Tool().Deferred(10*time.Millisecond, complete)
-				as.SetTimeout(10 * time.Millisecond)
-			}
-		}, func(as vm.AsyncSteps, code string) {
-			log.add("handler %s", code)
-			as.Success(vm.Str("timeout"))
+		r := semStart(func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				complete := func() { as.Success(vm.Str("value")) }
+				if timeoutFirst {
+					as.SetTimeout(10 * time.Millisecond)
+					as.Tool().Deferred(10*time.Millisecond, complete)
+				} else {
+					as.Tool().Deferred(10*time.Millisecond, complete)
+					as.SetTimeout(10 * time.Millisecond)
+				}
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				as.Success(vm.Str("timeout"))
+			})
+			root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s", a.String(0)) })
 		})
-		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s", a.String(0)) })
-		f := root.Promise()
-		l.RunUntilIdle()
-		clk.Advance(10 * time.Millisecond)
-		l.RunUntilIdle()
-		semOK(t, f)
+		r.advance(10 * time.Millisecond)
+		semOK(t, r.f)
 		if timeoutFirst {
-			semExpect(t, &log, "handler Timeout", "next got timeout")
+			semExpect(t, r.log, "handler Timeout", "next got timeout")
 		} else {
-			semExpect(t, &log, "next got value")
+			semExpect(t, r.log, "next got value")
 		}
 	}
 }
@@ -516,76 +471,49 @@ func TestSemTimersNeverEarlySubTick(t *testing.T) {
 // A step with a timeout and sub-steps: the timeout covers the sub-steps,
 // and stops once they complete in time.
 func TestSemTimeoutCoversSubSteps(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetTimeout(10 * time.Millisecond)
+	semTimeoutStopped(t, 9*time.Millisecond, func(as vm.AsyncSteps) {
 		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
 			as.WaitExternal()
 			as.Tool().Deferred(9*time.Millisecond, func() { as.Success(vm.Int(9)) })
 		})
-	}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
-	root.Add(func(as vm.AsyncSteps, a vm.Args) {
-		log.add("next got %d", a.Int(0))
-		as.WaitExternal()
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(9 * time.Millisecond)
-	l.RunUntilIdle()
-	clk.Advance(time.Hour)
-	l.RunUntilIdle()
-	semExpect(t, &log, "next got 9")
-	semPending(t, f)
-	root.Cancel()
+	}, "next got 9")
 }
 
 // An error that passes a step runs its cancel handler before its error
 // handler, for the failing step itself and for the steps it unwinds
 // through.
 func TestSemErrorRunsCancelHandlers(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel failing") })
-			as.Error("E")
-		}, func(as vm.AsyncSteps, code string) { log.add("failing handler %s", code) })
-	}, func(as vm.AsyncSteps, code string) {
-		log.add("outer handler %s", code)
-		as.Success()
-	})
-	root.Add(log.step("next"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "cancel failing", "failing handler E", "cancel outer", "outer handler E", "next")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel failing") })
+				as.Error("E")
+			}, func(as vm.AsyncSteps, code string) { log.add("failing handler %s", code) })
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("outer handler %s", code)
+			as.Success()
+		})
+		root.Add(log.step("next"))
+	}, "cancel failing", "failing handler E", "cancel outer", "outer handler E", "next")
 }
 
 // A parallel accessor kept past its parallel step is stale: adding
 // through it is InternalError of the caller.
 func TestSemStaleParallelAccessor(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	var p vm.AsyncSteps
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		p = as.Parallel()
-		p.Add(log.step("branch"))
-	})
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		if p.Valid() {
-			log.add("accessor still valid")
-		}
-		p.Add(log.step("late branch never"))
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, vm.InternalError)
-	semExpect(t, &log, "branch")
+	semRunFail(t, vm.InternalError, func(root vm.AsyncSteps, log *semLog) {
+		var p vm.AsyncSteps
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			p = as.Parallel()
+			p.Add(log.step("branch"))
+		})
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			if p.Valid() {
+				log.add("accessor still valid")
+			}
+			p.Add(log.step("late branch never"))
+		})
+	}, "branch")
 }
 
 // Resumer.Success for a step whose sub-steps are running is InternalError;
@@ -666,16 +594,11 @@ func TestSemStaleHandleAcrossRuns(t *testing.T) {
 
 // CopyFrom of the root itself duplicates its steps.
 func TestSemCopyFromSelf(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(log.step("a"))
-	root.Add(log.step("b"))
-	root.CopyFrom(root)
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "a", "b", "a", "b")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(log.step("a"))
+		root.Add(log.step("b"))
+		root.CopyFrom(root)
+	}, "a", "b", "a", "b")
 }
 
 // Cancel or Release of the root from inside a cancel handler run by a

@@ -66,35 +66,32 @@ func TestSemErrorHandlerOutcomes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					log.add("failing")
-					as.Error("E", "original")
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						log.add("failing")
+						as.Error("E", "original")
+					}, func(as vm.AsyncSteps, code string) {
+						log.add("inner handler %s", code)
+						c.handler(as, log)
+					})
+					as.Add(func(as vm.AsyncSteps, a vm.Args) {
+						if a.Len() == 2 {
+							log.add("sibling got %s %d", a.String(0), a.Int(1))
+						} else {
+							log.add("sibling got %d", a.Len())
+						}
+					})
 				}, func(as vm.AsyncSteps, code string) {
-					log.add("inner handler %s", code)
-					c.handler(as, &log)
+					log.add("outer handler %s %s", code, as.State().ErrorInfo())
 				})
-				as.Add(func(as vm.AsyncSteps, a vm.Args) {
-					if a.Len() == 2 {
-						log.add("sibling got %s %d", a.String(0), a.Int(1))
-					} else {
-						log.add("sibling got %d", a.Len())
-					}
-				})
-			}, func(as vm.AsyncSteps, code string) {
-				log.add("outer handler %s %s", code, as.State().ErrorInfo())
+				root.Add(log.step("next"))
 			})
-			root.Add(log.step("next"))
-			f := root.Promise()
-			l.RunUntilIdle()
-			semExpect(t, &log, c.want...)
+			semExpect(t, r.log, c.want...)
 			if c.code == "" {
-				semOK(t, f)
+				semOK(t, r.f)
 			} else {
-				semFail(t, f, c.code)
+				semFail(t, r.f, c.code)
 			}
 		})
 	}
@@ -103,99 +100,81 @@ func TestSemErrorHandlerOutcomes(t *testing.T) {
 // Steps added by an error handler stay on the failed step's level: they
 // run before the failed step's next sibling.
 func TestSemErrorHandlerStepsStayOnLevel(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		log.add("A")
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("A.1")
-			as.Error("E")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("A")
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("A.1")
+				as.Error("E")
+			})
+			as.Add(log.step("A.2 never"))
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("A handler %s", code)
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("X")
+				as.Add(log.step("X.1"))
+			})
+			as.Add(log.step("Y"))
 		})
-		as.Add(log.step("A.2 never"))
-	}, func(as vm.AsyncSteps, code string) {
-		log.add("A handler %s", code)
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("X")
-			as.Add(log.step("X.1"))
-		})
-		as.Add(log.step("Y"))
-	})
-	root.Add(log.step("B"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "A", "A.1", "A handler E", "X", "X.1", "Y", "B")
+		root.Add(log.step("B"))
+	}, "A", "A.1", "A handler E", "X", "X.1", "Y", "B")
 }
 
 // ErrorInfo is the info of the last Error; an Error without info clears it.
 // LastException is an *vm.Error for Error calls.
 func TestSemErrorInfoAndLastException(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		if as.State().ErrorInfo() != "" || as.State().LastException() != nil {
-			log.add("state not clean before any error")
-		}
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Error("First", "first info")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			if as.State().ErrorInfo() != "" || as.State().LastException() != nil {
+				log.add("state not clean before any error")
+			}
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Error("First", "first info")
+			}, func(as vm.AsyncSteps, code string) {
+				st := as.State()
+				log.add("%s info=%q", code, st.ErrorInfo())
+				var e *vm.Error
+				if !errors.As(st.LastException(), &e) || e.Code != "First" || e.Info != "first info" {
+					log.add("bad LastException %#v", st.LastException())
+				}
+				as.Error("Second")
+			})
 		}, func(as vm.AsyncSteps, code string) {
 			st := as.State()
 			log.add("%s info=%q", code, st.ErrorInfo())
 			var e *vm.Error
-			if !errors.As(st.LastException(), &e) || e.Code != "First" || e.Info != "first info" {
+			if !errors.As(st.LastException(), &e) || e.Code != "Second" || e.Info != "" {
 				log.add("bad LastException %#v", st.LastException())
 			}
-			as.Error("Second")
+			as.Success()
 		})
-	}, func(as vm.AsyncSteps, code string) {
-		st := as.State()
-		log.add("%s info=%q", code, st.ErrorInfo())
-		var e *vm.Error
-		if !errors.As(st.LastException(), &e) || e.Code != "Second" || e.Info != "" {
-			log.add("bad LastException %#v", st.LastException())
-		}
-		as.Success()
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, `First info="first info"`, `Second info=""`)
+	}, `First info="first info"`, `Second info=""`)
 }
 
 // An Error with an empty code is still an error (InternalError) and never a
 // success.
 func TestSemErrorEmptyCode(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("") })
-	root.Add(log.step("next"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	if _, err := semResult(t, f); err == nil {
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("") })
+		root.Add(log.step("next"))
+	})
+	if _, err := semResult(t, r.f); err == nil {
 		t.Fatal("Error(\"\") completed the flow with success")
 	}
-	semExpect(t, &log)
+	semExpect(t, r.log)
 }
 
 // Error does not return into the step function.
 func TestSemErrorDoesNotReturn(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Error("E")
-		log.add("after Error")
-	}, func(as vm.AsyncSteps, code string) {
-		as.Error("F")
-		log.add("after Error in handler")
+	semRunFail(t, "F", func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("E")
+			log.add("after Error")
+		}, func(as vm.AsyncSteps, code string) {
+			as.Error("F")
+			log.add("after Error in handler")
+		})
 	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, "F")
-	semExpect(t, &log)
 }
 
 func semStackOuter(as vm.AsyncSteps, _ vm.Args) {
@@ -253,21 +232,18 @@ func TestSemAsyncStack(t *testing.T) {
 
 // An unhandled error ends the flow: no further step of any level runs.
 func TestSemUnhandledErrorStopsFlow(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E", "info") })
-		as.Add(log.step("sibling"))
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E", "info") })
+			as.Add(log.step("sibling"))
+		})
+		root.Add(log.step("level0 next"))
 	})
-	root.Add(log.step("level0 next"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	e := semFail(t, f, "E")
+	e := semFail(t, r.f, "E")
 	if e.Info != "info" {
 		t.Fatalf("Future error info = %q, want info", e.Info)
 	}
-	semExpect(t, &log)
+	semExpect(t, r.log)
 }
 
 func semStackParallelOuter(as vm.AsyncSteps, _ vm.Args) {

@@ -15,41 +15,31 @@ import (
 // with success or with an error.
 func TestSemWaitExternalThroughHandle(t *testing.T) {
 	t.Run("success", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.WaitExternal()
-			as.Tool().Immediate(func() {
-				log.add("immediate")
-				as.Success(vm.Int(5), vm.Str("five"))
-				log.add("Success returned")
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.WaitExternal()
+				as.Tool().Immediate(func() {
+					log.add("immediate")
+					as.Success(vm.Int(5), vm.Str("five"))
+					log.add("Success returned")
+				})
 			})
-		})
-		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %d %s", a.Int(0), a.String(1)) })
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "immediate", "Success returned", "next got 5 five")
+			root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %d %s", a.Int(0), a.String(1)) })
+		}, "immediate", "Success returned", "next got 5 five")
 	})
 	t.Run("error", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.WaitExternal()
-			as.Tool().Immediate(func() {
-				as.Error("Ext", "external failure")
-				log.add("Error returned")
+		semRunFail(t, "Ext", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.WaitExternal()
+				as.Tool().Immediate(func() {
+					as.Error("Ext", "external failure")
+					log.add("Error returned")
+				})
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s %s", code, as.State().ErrorInfo())
 			})
-		}, func(as vm.AsyncSteps, code string) {
-			log.add("handler %s %s", code, as.State().ErrorInfo())
-		})
-		root.Add(log.step("next never"))
-		f := root.Promise()
-		l.RunUntilIdle()
-		semFail(t, f, "Ext")
-		semExpect(t, &log, "handler Ext external failure", "Error returned")
+			root.Add(log.step("next never"))
+		}, "handler Ext external failure", "Error returned")
 	})
 }
 

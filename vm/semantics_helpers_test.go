@@ -145,3 +145,75 @@ func semFuncName(pc uintptr) string {
 	}
 	return name
 }
+
+// semRun is a flow under test: a root on a loop of its own, driven by a
+// manual clock, and the log its steps write.
+type semRun struct {
+	l    *vm.Loop
+	clk  *vm.ManualClock
+	root vm.AsyncSteps
+	f    *vm.Future
+	log  *semLog
+}
+
+// semStart builds a flow with build on a fresh semLoop, starts it and runs
+// the loop until idle.
+func semStart(build func(root vm.AsyncSteps, log *semLog)) *semRun {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	r := &semRun{l: l, clk: clk, root: root, log: new(semLog)}
+	build(root, r.log)
+	r.f = root.Promise()
+	l.RunUntilIdle()
+	return r
+}
+
+// advance moves the clock on by d and runs the loop until idle.
+func (r *semRun) advance(d time.Duration) {
+	r.clk.Advance(d)
+	r.l.RunUntilIdle()
+}
+
+// semRunOK runs the flow build makes until the loop is idle and fails t
+// unless it succeeded having logged exactly want.
+func semRunOK(t *testing.T, build func(root vm.AsyncSteps, log *semLog), want ...string) vm.Args {
+	t.Helper()
+	r := semStart(build)
+	args := semOK(t, r.f)
+	semExpect(t, r.log, want...)
+	return args
+}
+
+// semRunFail runs the flow build makes until the loop is idle and fails t
+// unless it failed with code having logged exactly want.
+func semRunFail(t *testing.T, code string, build func(root vm.AsyncSteps, log *semLog), want ...string) *vm.Error {
+	t.Helper()
+	r := semStart(build)
+	e := semFail(t, r.f, code)
+	semExpect(t, r.log, want...)
+	return e
+}
+
+// semTimeoutStopped runs a flow whose first step sets a timeout of 10ms and
+// calls complete, which must make the step succeed with one int after
+// completeIn; the next step logs that value and waits. It moves the clock
+// on by completeIn and then by an hour, and fails t unless the flow still
+// waits (the timeout never fired) having logged exactly want.
+func semTimeoutStopped(t *testing.T, completeIn time.Duration, complete func(as vm.AsyncSteps), want string) {
+	t.Helper()
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetTimeout(10 * time.Millisecond)
+			complete(as)
+		}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+		root.Add(func(as vm.AsyncSteps, a vm.Args) {
+			log.add("next got %d", a.Int(0))
+			as.WaitExternal()
+		})
+	})
+	r.advance(completeIn)
+	r.advance(time.Hour)
+	semExpect(t, r.log, want)
+	semPending(t, r.f)
+	r.root.Cancel()
+}

@@ -15,115 +15,90 @@ func TestSemLoopBreak(t *testing.T) {
 	}
 	for name, add := range adders {
 		t.Run(name, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				i := 0
-				add(as, func(as vm.AsyncSteps) {
-					i++
-					log.add("iter %d", i)
-					if i == 3 {
-						as.Break()
-					}
-					as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("sub %d", i) })
+			semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					i := 0
+					add(as, func(as vm.AsyncSteps) {
+						i++
+						log.add("iter %d", i)
+						if i == 3 {
+							as.Break()
+						}
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("sub %d", i) })
+					})
+					as.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
 				})
-				as.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
-			})
-			f := root.Promise()
-			l.RunUntilIdle()
-			semOK(t, f)
-			semExpect(t, &log, "iter 1", "sub 1", "iter 2", "sub 2", "iter 3", "after got 0")
+			}, "iter 1", "sub 1", "iter 2", "sub 2", "iter 3", "after got 0")
 		})
 	}
 }
 
 // Break from a sub-step of the body leaves the loop as well.
 func TestSemLoopBreakFromSubStep(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	i := 0
-	root.Loop(func(as vm.AsyncSteps) {
-		i++
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Success(vm.Bool(i < 3))
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		i := 0
+		root.Loop(func(as vm.AsyncSteps) {
+			i++
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Success(vm.Bool(i < 3))
+			})
+			as.Add(func(as vm.AsyncSteps, a vm.Args) {
+				log.add("result %v", a.Bool(0))
+				if !a.Bool(0) {
+					as.Break()
+				}
+			})
 		})
-		as.Add(func(as vm.AsyncSteps, a vm.Args) {
-			log.add("result %v", a.Bool(0))
-			if !a.Bool(0) {
-				as.Break()
-			}
-		})
-	})
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "result true", "result true", "result false", "after")
+		root.Add(log.step("after"))
+	}, "result true", "result true", "result false", "after")
 }
 
 // Repeat runs count times with i from 0; a count of zero or less runs
 // nothing and the flow goes on.
 func TestSemRepeat(t *testing.T) {
 	for _, count := range []int{-5, -1, 0, 1, 4} {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Repeat(count, func(as vm.AsyncSteps, i int) { log.add("i=%d", i) })
-		})
-		root.Add(log.step("after"))
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
 		var want []string
 		for i := range max(count, 0) {
 			want = append(want, "i="+vm.Int(int64(i)).String())
 		}
-		semExpect(t, &log, append(want, "after")...)
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Repeat(count, func(as vm.AsyncSteps, i int) { log.add("i=%d", i) })
+			})
+			root.Add(log.step("after"))
+		}, append(want, "after")...)
 	}
 }
 
 // ForEach visits every element in order; an empty slice visits nothing.
 func TestSemForEach(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	type item struct {
-		name string
-		n    int
-	}
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		vm.ForEach(as, []item{{"a", 1}, {"b", 2}, {"c", 3}}, func(as vm.AsyncSteps, i int, v item) {
-			log.add("%d=%s/%d", i, v.name, v.n)
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		type item struct {
+			name string
+			n    int
+		}
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			vm.ForEach(as, []item{{"a", 1}, {"b", 2}, {"c", 3}}, func(as vm.AsyncSteps, i int, v item) {
+				log.add("%d=%s/%d", i, v.name, v.n)
+			})
+			vm.ForEach(as, []int(nil), func(as vm.AsyncSteps, i int, v int) { log.add("nil slice visited") })
+			vm.ForEach(as, []float64{}, func(as vm.AsyncSteps, i int, v float64) { log.add("empty slice visited") })
 		})
-		vm.ForEach(as, []int(nil), func(as vm.AsyncSteps, i int, v int) { log.add("nil slice visited") })
-		vm.ForEach(as, []float64{}, func(as vm.AsyncSteps, i int, v float64) { log.add("empty slice visited") })
-	})
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "0=a/1", "1=b/2", "2=c/3", "after")
+		root.Add(log.step("after"))
+	}, "0=a/1", "1=b/2", "2=c/3", "after")
 }
 
 // ForEachMap visits the entries in the order of sorted keys.
 func TestSemForEachMap(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		vm.ForEachMap(as, map[string]int{"pear": 3, "apple": 1, "fig": 2, "banana": 9, "cherry": 0},
-			func(as vm.AsyncSteps, k string, v int) { log.add("%s=%d", k, v) })
-		vm.ForEachMap(as, map[int]string{10: "ten", -1: "minus", 3: "three"},
-			func(as vm.AsyncSteps, k int, v string) { log.add("%d=%s", k, v) })
-		vm.ForEachMap(as, map[float64]bool{}, func(as vm.AsyncSteps, k float64, v bool) { log.add("empty map visited") })
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log,
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			vm.ForEachMap(as, map[string]int{"pear": 3, "apple": 1, "fig": 2, "banana": 9, "cherry": 0},
+				func(as vm.AsyncSteps, k string, v int) { log.add("%s=%d", k, v) })
+			vm.ForEachMap(as, map[int]string{10: "ten", -1: "minus", 3: "three"},
+				func(as vm.AsyncSteps, k int, v string) { log.add("%d=%s", k, v) })
+			vm.ForEachMap(as, map[float64]bool{}, func(as vm.AsyncSteps, k float64, v bool) { log.add("empty map visited") })
+		})
+	},
 		"apple=1", "banana=9", "cherry=0", "fig=2", "pear=3",
 		"-1=minus", "3=three", "10=ten",
 	)
@@ -132,65 +107,55 @@ func TestSemForEachMap(t *testing.T) {
 // Continue skips the rest of the iteration (its queued sub-steps) and
 // starts the next one.
 func TestSemLoopContinue(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Repeat(4, func(as vm.AsyncSteps, i int) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			if i%2 == 1 {
-				as.Continue()
-			}
-			log.add("even %d", i)
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Repeat(4, func(as vm.AsyncSteps, i int) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				if i%2 == 1 {
+					as.Continue()
+				}
+				log.add("even %d", i)
+			})
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("tail %d", i) })
 		})
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("tail %d", i) })
-	})
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "even 0", "tail 0", "even 2", "tail 2", "after")
+		root.Add(log.step("after"))
+	}, "even 0", "tail 0", "even 2", "tail 2", "after")
 }
 
 // Break and Continue with a label reach the labelled loop through nested
 // loops and sub-steps several levels deep; the cancel handlers of the steps
 // they leave run (innermost first), their error handlers do not.
 func TestSemLoopLabelledBreakDeep(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	handler := func(name string) vm.ErrorFunc {
-		return func(as vm.AsyncSteps, code string) { log.add("%s handler %s must not run", name, code) }
-	}
-	outerIter := 0
-	root.Loop(func(as vm.AsyncSteps) {
-		outerIter++
-		log.add("outer %d", outerIter)
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel level1") })
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		handler := func(name string) vm.ErrorFunc {
+			return func(as vm.AsyncSteps, code string) { log.add("%s handler %s must not run", name, code) }
+		}
+		outerIter := 0
+		root.Loop(func(as vm.AsyncSteps) {
+			outerIter++
+			log.add("outer %d", outerIter)
 			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.Repeat(5, func(as vm.AsyncSteps, j int) {
-					log.add("inner %d", j)
-					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-						as.SetCancel(func(vm.AsyncSteps) { log.add("cancel level3") })
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel level1") })
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Repeat(5, func(as vm.AsyncSteps, j int) {
+						log.add("inner %d", j)
 						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-							if j == 1 && outerIter == 2 {
-								as.Break("OUTER")
-							}
-							if j == 1 {
-								as.Continue("OUTER")
-							}
-						}, handler("level4"))
-					}, handler("level3"))
-				}, "INNER")
-				as.Add(log.step("after inner never"))
-			}, handler("level2"))
-		}, handler("level1"))
-	}, "OUTER")
-	root.Add(log.step("after outer"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log,
+							as.SetCancel(func(vm.AsyncSteps) { log.add("cancel level3") })
+							as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+								if j == 1 && outerIter == 2 {
+									as.Break("OUTER")
+								}
+								if j == 1 {
+									as.Continue("OUTER")
+								}
+							}, handler("level4"))
+						}, handler("level3"))
+					}, "INNER")
+					as.Add(log.step("after inner never"))
+				}, handler("level2"))
+			}, handler("level1"))
+		}, "OUTER")
+		root.Add(log.step("after outer"))
+	},
 		"outer 1", "inner 0", "inner 1", "cancel level3", "cancel level1",
 		"outer 2", "inner 0", "inner 1", "cancel level3", "cancel level1",
 		"after outer",
@@ -200,110 +165,85 @@ func TestSemLoopLabelledBreakDeep(t *testing.T) {
 // Continue("OUTER") from an inner loop skips the rest of the outer
 // iteration.
 func TestSemLoopContinueOuter(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Repeat(3, func(as vm.AsyncSteps, i int) {
-		log.add("outer %d", i)
-		as.Loop(func(as vm.AsyncSteps) {
-			log.add("inner %d", i)
-			as.Continue("OUTER")
-		})
-		as.Add(log.step("after inner never"))
-	}, "OUTER")
-	root.Add(log.step("done"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "outer 0", "inner 0", "outer 1", "inner 1", "outer 2", "inner 2", "done")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Repeat(3, func(as vm.AsyncSteps, i int) {
+			log.add("outer %d", i)
+			as.Loop(func(as vm.AsyncSteps) {
+				log.add("inner %d", i)
+				as.Continue("OUTER")
+			})
+			as.Add(log.step("after inner never"))
+		}, "OUTER")
+		root.Add(log.step("done"))
+	}, "outer 0", "inner 0", "outer 1", "inner 1", "outer 2", "inner 2", "done")
 }
 
 // Unlabelled Break and Continue act on the innermost loop.
 func TestSemLoopUnlabelledInnermost(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Repeat(2, func(as vm.AsyncSteps, i int) {
-		as.Repeat(3, func(as vm.AsyncSteps, j int) {
-			if j == 1 {
-				as.Continue()
-			}
-			if j == 2 {
-				as.Break()
-			}
-			log.add("%d.%d", i, j)
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Repeat(2, func(as vm.AsyncSteps, i int) {
+			as.Repeat(3, func(as vm.AsyncSteps, j int) {
+				if j == 1 {
+					as.Continue()
+				}
+				if j == 2 {
+					as.Break()
+				}
+				log.add("%d.%d", i, j)
+			})
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("%d after inner", i) })
 		})
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("%d after inner", i) })
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "0.0", "0 after inner", "1.0", "1 after inner")
+	}, "0.0", "0 after inner", "1.0", "1 after inner")
 }
 
 // An error inside a loop leaves it for the outer handler; an error handled
 // inside the body lets the loop go on.
 func TestSemLoopErrors(t *testing.T) {
 	t.Run("unhandled in body", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Repeat(10, func(as vm.AsyncSteps, i int) {
-				log.add("iter %d", i)
-				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					if i == 2 {
-						as.Error("LoopErr", "at 2")
-					}
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Repeat(10, func(as vm.AsyncSteps, i int) {
+					log.add("iter %d", i)
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						if i == 2 {
+							as.Error("LoopErr", "at 2")
+						}
+					})
 				})
-			})
-			as.Add(log.step("after loop never"))
-		}, func(as vm.AsyncSteps, code string) {
-			log.add("outer handler %s %s", code, as.State().ErrorInfo())
-			as.Success()
-		})
-		root.Add(log.step("next"))
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "iter 0", "iter 1", "iter 2", "outer handler LoopErr at 2", "next")
-	})
-	t.Run("handled in body", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Repeat(3, func(as vm.AsyncSteps, i int) {
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.Error("E")
+				as.Add(log.step("after loop never"))
 			}, func(as vm.AsyncSteps, code string) {
-				log.add("handled %d", i)
+				log.add("outer handler %s %s", code, as.State().ErrorInfo())
 				as.Success()
 			})
-		})
-		root.Add(log.step("after"))
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "handled 0", "handled 1", "handled 2", "after")
+			root.Add(log.step("next"))
+		}, "iter 0", "iter 1", "iter 2", "outer handler LoopErr at 2", "next")
+	})
+	t.Run("handled in body", func(t *testing.T) {
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Repeat(3, func(as vm.AsyncSteps, i int) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Error("E")
+				}, func(as vm.AsyncSteps, code string) {
+					log.add("handled %d", i)
+					as.Success()
+				})
+			})
+			root.Add(log.step("after"))
+		}, "handled 0", "handled 1", "handled 2", "after")
 	})
 	t.Run("break in error handler", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Loop(func(as vm.AsyncSteps) {
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				log.add("body")
-				as.Error("Stop")
-			}, func(as vm.AsyncSteps, code string) {
-				log.add("handler %s", code)
-				as.Break()
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Loop(func(as vm.AsyncSteps) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("body")
+					as.Error("Stop")
+				}, func(as vm.AsyncSteps, code string) {
+					log.add("handler %s", code)
+					as.Break()
+				})
 			})
-		})
-		root.Add(log.step("after"))
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "body", "handler Stop", "after")
+			root.Add(log.step("after"))
+		}, "body", "handler Stop", "after")
 	})
 }
 
@@ -324,43 +264,33 @@ func TestSemLoopControlOutsideLoop(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
-			if c.setup != nil {
-				c.setup(root, c.body)
-			} else {
-				root.Add(c.body)
-			}
-			root.Add(log.step("next never"))
-			f := root.Promise()
-			l.RunUntilIdle()
-			e := semFail(t, f, vm.InternalError)
+			e := semRunFail(t, vm.InternalError, func(root vm.AsyncSteps, log *semLog) {
+				if c.setup != nil {
+					c.setup(root, c.body)
+				} else {
+					root.Add(c.body)
+				}
+				root.Add(log.step("next never"))
+			})
 			semInfoMentions(t, e.Info, c.words...)
-			semExpect(t, &log)
 		})
 	}
 }
 
 // A loop runs inside a parallel branch, interleaved with its siblings.
 func TestSemLoopInBranch(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	p := root.Parallel()
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Repeat(3, func(as vm.AsyncSteps, i int) { log.add("loop %d", i) })
-		as.Add(log.step("loop branch done"))
-	})
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(log.step("other 1"))
-		as.Add(log.step("other 2"))
-	})
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "loop 0", "other 1", "loop 1", "other 2", "loop 2", "loop branch done", "after")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		p := root.Parallel()
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Repeat(3, func(as vm.AsyncSteps, i int) { log.add("loop %d", i) })
+			as.Add(log.step("loop branch done"))
+		})
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(log.step("other 1"))
+			as.Add(log.step("other 2"))
+		})
+		root.Add(log.step("after"))
+	}, "loop 0", "other 1", "loop 1", "other 2", "loop 2", "loop branch done", "after")
 }
 
 // Break from inside a branch to a loop outside the parallel cancels the
@@ -368,36 +298,31 @@ func TestSemLoopInBranch(t *testing.T) {
 func TestSemLoopBreakOutOfParallel(t *testing.T) {
 	for _, label := range []string{"", "L"} {
 		t.Run("label="+label, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
-			iter := 0
-			root.Loop(func(as vm.AsyncSteps) {
-				iter++
-				log.add("iter %d", iter)
-				p := as.Parallel(func(as vm.AsyncSteps, code string) { log.add("parallel handler must not run") })
-				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting sibling") })
-				})
-				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					as.Add(log.step("queued sibling 1"))
-					as.Add(log.step("queued sibling 2 never"))
-				})
-				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-						if label == "" {
-							as.Break()
-						}
-						as.Break(label)
+			semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+				iter := 0
+				root.Loop(func(as vm.AsyncSteps) {
+					iter++
+					log.add("iter %d", iter)
+					p := as.Parallel(func(as vm.AsyncSteps, code string) { log.add("parallel handler must not run") })
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting sibling") })
 					})
-				})
-				as.Add(log.step("after parallel never"))
-			}, label)
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("after loop, %d iteration(s)", iter) })
-			f := root.Promise()
-			l.RunUntilIdle()
-			semOK(t, f)
-			semExpect(t, &log, "iter 1", "queued sibling 1", "cancel waiting sibling", "after loop, 1 iteration(s)")
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.Add(log.step("queued sibling 1"))
+						as.Add(log.step("queued sibling 2 never"))
+					})
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+							if label == "" {
+								as.Break()
+							}
+							as.Break(label)
+						})
+					})
+					as.Add(log.step("after parallel never"))
+				}, label)
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("after loop, %d iteration(s)", iter) })
+			}, "iter 1", "queued sibling 1", "cancel waiting sibling", "after loop, 1 iteration(s)")
 		})
 	}
 }
@@ -405,36 +330,26 @@ func TestSemLoopBreakOutOfParallel(t *testing.T) {
 // Continue from inside a branch to a loop outside the parallel cancels the
 // siblings and starts the next iteration.
 func TestSemLoopContinueOutOfParallel(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Repeat(2, func(as vm.AsyncSteps, i int) {
-		p := as.Parallel()
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel sibling %d", i) })
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Repeat(2, func(as vm.AsyncSteps, i int) {
+			p := as.Parallel()
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel sibling %d", i) })
+			})
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Continue() })
+			as.Add(log.step("after parallel never"))
 		})
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Continue() })
-		as.Add(log.step("after parallel never"))
-	})
-	root.Add(log.step("after loop"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "cancel sibling 0", "cancel sibling 1", "after loop")
+		root.Add(log.step("after loop"))
+	}, "cancel sibling 0", "cancel sibling 1", "after loop")
 }
 
 // A loop does not keep values: the step after it gets none, even when the
 // last iteration succeeded with some.
 func TestSemLoopResultHasNoValues(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Repeat(2, func(as vm.AsyncSteps, i int) { as.Success(vm.Int(int64(i))) })
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "after got 0")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Repeat(2, func(as vm.AsyncSteps, i int) { as.Success(vm.Int(int64(i))) })
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
+	}, "after got 0")
 }
 
 // The handle of an earlier iteration is stale in the next one, even when
@@ -443,37 +358,34 @@ func TestSemLoopResultHasNoValues(t *testing.T) {
 func TestSemLoopStaleIterationHandle(t *testing.T) {
 	for _, use := range []string{"valid", "Success", "Add", "Break"} {
 		t.Run(use, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
 			var prev vm.AsyncSteps
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.Repeat(3, func(as vm.AsyncSteps, i int) {
-					log.add("iter %d", i)
-					if i == 1 {
-						switch use {
-						case "valid":
-							log.add("prev valid=%v", prev.Valid())
-						case "Success":
-							prev.Success()
-						case "Add":
-							prev.Add(log.step("added through stale never"))
-						case "Break":
-							prev.Break()
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Repeat(3, func(as vm.AsyncSteps, i int) {
+						log.add("iter %d", i)
+						if i == 1 {
+							switch use {
+							case "valid":
+								log.add("prev valid=%v", prev.Valid())
+							case "Success":
+								prev.Success()
+							case "Add":
+								prev.Add(log.step("added through stale never"))
+							case "Break":
+								prev.Break()
+							}
 						}
-					}
-					prev = as
-				})
-			}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
-			f := root.Promise()
-			l.RunUntilIdle()
+						prev = as
+					})
+				}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+			})
 			if use == "valid" {
-				semOK(t, f)
-				semExpect(t, &log, "iter 0", "iter 1", "prev valid=false", "iter 2")
+				semOK(t, r.f)
+				semExpect(t, r.log, "iter 0", "iter 1", "prev valid=false", "iter 2")
 				return
 			}
-			semFail(t, f, vm.InternalError)
-			semExpect(t, &log, "iter 0", "iter 1", "handler InternalError")
+			semFail(t, r.f, vm.InternalError)
+			semExpect(t, r.log, "iter 0", "iter 1", "handler InternalError")
 		})
 	}
 }
@@ -557,39 +469,29 @@ func TestSemLoopIterationWaits(t *testing.T) {
 
 // Continue from an error handler inside a loop starts the next iteration.
 func TestSemLoopContinueInErrorHandler(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Repeat(3, func(as vm.AsyncSteps, i int) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Error("E")
-		}, func(as vm.AsyncSteps, code string) {
-			log.add("handler %d", i)
-			as.Continue()
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Repeat(3, func(as vm.AsyncSteps, i int) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Error("E")
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %d", i)
+				as.Continue()
+			})
+			as.Add(log.step("rest never"))
 		})
-		as.Add(log.step("rest never"))
-	})
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "handler 0", "handler 1", "handler 2", "after")
+		root.Add(log.step("after"))
+	}, "handler 0", "handler 1", "handler 2", "after")
 }
 
 // When nested loops share a label, Break with it leaves the innermost one.
 func TestSemLoopSameLabelInnermost(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Repeat(2, func(as vm.AsyncSteps, i int) {
-		as.Repeat(3, func(as vm.AsyncSteps, j int) {
-			log.add("%d.%d", i, j)
-			as.Break("L")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Repeat(2, func(as vm.AsyncSteps, i int) {
+			as.Repeat(3, func(as vm.AsyncSteps, j int) {
+				log.add("%d.%d", i, j)
+				as.Break("L")
+			}, "L")
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("%d after inner", i) })
 		}, "L")
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) { log.add("%d after inner", i) })
-	}, "L")
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "0.0", "0 after inner", "1.0", "1 after inner")
+	}, "0.0", "0 after inner", "1.0", "1 after inner")
 }

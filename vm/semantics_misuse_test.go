@@ -213,25 +213,22 @@ func TestSemPanicInStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
 			var last error
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				if c.value == nil {
-					var s []int
-					_ = s[len(log.lines)+5] // a runtime panic
-				}
-				panic(c.value)
-			}, func(as vm.AsyncSteps, code string) {
-				log.add("handler %s", code)
-				last = as.State().LastException()
-				semInfoMentions(t, as.State().ErrorInfo(), c.text)
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					if c.value == nil {
+						var s []int
+						_ = s[len(log.lines)+5] // a runtime panic
+					}
+					panic(c.value)
+				}, func(as vm.AsyncSteps, code string) {
+					log.add("handler %s", code)
+					last = as.State().LastException()
+					semInfoMentions(t, as.State().ErrorInfo(), c.text)
+				})
 			})
-			f := root.Promise()
-			l.RunUntilIdle()
-			semFail(t, f, vm.InternalError)
-			semExpect(t, &log, "handler InternalError")
+			semFail(t, r.f, vm.InternalError)
+			semExpect(t, r.log, "handler InternalError")
 			var pe *vm.PanicError
 			if !errors.As(last, &pe) {
 				t.Fatalf("LastException = %#v, want *vm.PanicError", last)
@@ -248,52 +245,42 @@ func TestSemPanicInStep(t *testing.T) {
 
 // panic(*vm.Error) raises that error's code and info.
 func TestSemPanicVMError(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(func(vm.AsyncSteps, vm.Args) {
-			panic(&vm.Error{Code: "X", Info: "raised by panic"})
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(vm.AsyncSteps, vm.Args) {
+				panic(&vm.Error{Code: "X", Info: "raised by panic"})
+			})
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("handler %s %s", code, as.State().ErrorInfo())
+			var e *vm.Error
+			if !errors.As(as.State().LastException(), &e) || e.Code != "X" {
+				log.add("LastException %v", as.State().LastException())
+			}
+			as.Success()
 		})
-	}, func(as vm.AsyncSteps, code string) {
-		log.add("handler %s %s", code, as.State().ErrorInfo())
-		var e *vm.Error
-		if !errors.As(as.State().LastException(), &e) || e.Code != "X" {
-			log.add("LastException %v", as.State().LastException())
-		}
-		as.Success()
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "handler X raised by panic")
+	}, "handler X raised by panic")
 }
 
 // A panic in an error handler becomes InternalError and unwinding goes on
 // to the outer handler.
 func TestSemPanicInErrorHandler(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Error("First")
+	semRunFail(t, vm.InternalError, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Error("First")
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("inner handler %s", code)
+				panic("handler blew up")
+			})
 		}, func(as vm.AsyncSteps, code string) {
-			log.add("inner handler %s", code)
-			panic("handler blew up")
+			log.add("outer handler %s", code)
+			semInfoMentions(t, as.State().ErrorInfo(), "handler blew up")
+			var pe *vm.PanicError
+			if !errors.As(as.State().LastException(), &pe) || pe.Value != "handler blew up" {
+				log.add("LastException %v", as.State().LastException())
+			}
 		})
-	}, func(as vm.AsyncSteps, code string) {
-		log.add("outer handler %s", code)
-		semInfoMentions(t, as.State().ErrorInfo(), "handler blew up")
-		var pe *vm.PanicError
-		if !errors.As(as.State().LastException(), &pe) || pe.Value != "handler blew up" {
-			log.add("LastException %v", as.State().LastException())
-		}
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, vm.InternalError)
-	semExpect(t, &log, "inner handler First", "outer handler InternalError")
+	}, "inner handler First", "outer handler InternalError")
 }
 
 // A panic in a cancel handler does not stop the cancel: the other handlers
@@ -505,17 +492,12 @@ func TestSemMisuseZeroHandle(t *testing.T) {
 	}
 	for _, op := range ops {
 		t.Run(op.name, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				op.call(vm.AsyncSteps{})
-				log.add("returned")
+			semRunFail(t, vm.InternalError, func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					op.call(vm.AsyncSteps{})
+					log.add("returned")
+				})
 			})
-			f := root.Promise()
-			l.RunUntilIdle()
-			semFail(t, f, vm.InternalError)
-			semExpect(t, &log)
 		})
 	}
 }

@@ -10,28 +10,23 @@ import (
 // Branches start in the order added, then interleave one turn each; within
 // a branch, sub-steps run in order and pass values on.
 func TestSemParallelInterleaves(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	branch := func(name string) vm.ExecFunc {
-		return func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("%s", name)
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				log.add("%s.1", name)
-				as.Success(vm.Str(name + "-v"))
-			})
-			as.Add(func(as vm.AsyncSteps, a vm.Args) {
-				log.add("%s.2 got %s", name, a.String(0))
-			})
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		branch := func(name string) vm.ExecFunc {
+			return func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("%s", name)
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("%s.1", name)
+					as.Success(vm.Str(name + "-v"))
+				})
+				as.Add(func(as vm.AsyncSteps, a vm.Args) {
+					log.add("%s.2 got %s", name, a.String(0))
+				})
+			}
 		}
-	}
-	root.Add(log.step("before"))
-	root.Parallel().Add(branch("a")).Add(branch("b")).Add(branch("c"))
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log,
+		root.Add(log.step("before"))
+		root.Parallel().Add(branch("a")).Add(branch("b")).Add(branch("c"))
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %d", a.Len()) })
+	},
 		"before",
 		"a", "b", "c",
 		"a.1", "b.1", "c.1",
@@ -42,78 +37,68 @@ func TestSemParallelInterleaves(t *testing.T) {
 
 // The parallel step completes only when its slowest branch has.
 func TestSemParallelWaitsForEveryBranch(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	p := root.Parallel()
-	p.Add(log.step("fast"))
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		log.add("slow starts")
-		as.WaitExternal()
-		as.Tool().Deferred(10*time.Millisecond, func() {
-			log.add("slow done")
-			as.Success(vm.Int(1))
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		p := root.Parallel()
+		p.Add(log.step("fast"))
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("slow starts")
+			as.WaitExternal()
+			as.Tool().Deferred(10*time.Millisecond, func() {
+				log.add("slow done")
+				as.Success(vm.Int(1))
+			})
 		})
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(log.step("medium.1"))
+			as.Add(log.step("medium.2"))
+		})
+		root.Add(log.step("after"))
 	})
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Add(log.step("medium.1"))
-		as.Add(log.step("medium.2"))
-	})
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semExpect(t, &log, "fast", "slow starts", "medium.1", "medium.2")
-	clk.Advance(9 * time.Millisecond)
-	l.RunUntilIdle()
-	semPending(t, f)
-	clk.Advance(time.Millisecond)
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "fast", "slow starts", "medium.1", "medium.2", "slow done", "after")
+	semExpect(t, r.log, "fast", "slow starts", "medium.1", "medium.2")
+	r.advance(9 * time.Millisecond)
+	semPending(t, r.f)
+	r.advance(time.Millisecond)
+	semOK(t, r.f)
+	semExpect(t, r.log, "fast", "slow starts", "medium.1", "medium.2", "slow done", "after")
 }
 
 // The first error cancels the other branches, innermost cancel handler
 // first, and goes to the parallel's error handler; canceled branches run
 // no further step.
 func TestSemParallelAbort(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		p := as.Parallel(func(as vm.AsyncSteps, code string) {
-			log.add("parallel handler %s %s", code, as.State().ErrorInfo())
-			as.Success(vm.Str("handled"))
-		})
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("a")
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel a") })
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				log.add("a.1")
-				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel a.1") })
-			}, func(as vm.AsyncSteps, code string) { log.add("a.1 handler must not run") })
-		}, func(as vm.AsyncSteps, code string) { log.add("a handler must not run") })
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("b")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				log.add("b.1")
-				as.Error("Boom", "b failed")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			p := as.Parallel(func(as vm.AsyncSteps, code string) {
+				log.add("parallel handler %s %s", code, as.State().ErrorInfo())
+				as.Success(vm.Str("handled"))
+			})
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("a")
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel a") })
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("a.1")
+					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel a.1") })
+				}, func(as vm.AsyncSteps, code string) { log.add("a.1 handler must not run") })
+			}, func(as vm.AsyncSteps, code string) { log.add("a handler must not run") })
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("b")
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("b.1")
+					as.Error("Boom", "b failed")
+				})
+			})
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("c")
+				as.Add(log.step("c.1"))
+				as.Add(log.step("c.2 never"))
+			})
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("d")
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel d") })
 			})
 		})
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("c")
-			as.Add(log.step("c.1"))
-			as.Add(log.step("c.2 never"))
-		})
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("d")
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel d") })
-		})
-	})
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %s", a.String(0)) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log,
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after got %s", a.String(0)) })
+	},
 		"a", "b", "c", "d",
 		"a.1", "b.1",
 		"cancel a.1", "cancel a", "cancel d",
@@ -125,82 +110,62 @@ func TestSemParallelAbort(t *testing.T) {
 // An error leaving a parallel without a handler goes to the enclosing
 // handler; the other branches are canceled.
 func TestSemParallelErrorToOuterHandler(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		p := as.Parallel()
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting") })
+	semRunFail(t, "Boom", func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			p := as.Parallel()
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting") })
+			})
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Boom") })
+			as.Add(log.step("after parallel never"))
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("outer handler %s", code)
 		})
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Boom") })
-		as.Add(log.step("after parallel never"))
-	}, func(as vm.AsyncSteps, code string) {
-		log.add("outer handler %s", code)
-	})
-	root.Add(log.step("level0 never"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, "Boom")
-	semExpect(t, &log, "cancel waiting", "outer handler Boom")
+		root.Add(log.step("level0 never"))
+	}, "cancel waiting", "outer handler Boom")
 }
 
 // A second branch error after the abort does not reach the handler twice.
 func TestSemParallelOnlyFirstError(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("First") })
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Second") })
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, "First")
-	semExpect(t, &log, "handler First")
+	semRunFail(t, "First", func(root vm.AsyncSteps, log *semLog) {
+		p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("First") })
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Second") })
+	}, "handler First")
 }
 
 // An empty parallel step completes at once, at level 0 and as a sub-step.
 func TestSemParallelEmpty(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Parallel()
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		log.add("after level0 parallel")
-		as.Parallel()
-		as.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after sub parallel got %d", a.Len()) })
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "after level0 parallel", "after sub parallel got 0")
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Parallel()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("after level0 parallel")
+			as.Parallel()
+			as.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("after sub parallel got %d", a.Len()) })
+		})
+	}, "after level0 parallel", "after sub parallel got 0")
 }
 
 // Loop, Repeat, ForEach and ForEachMap on the accessor add one branch each;
 // the branches interleave by iteration.
 func TestSemParallelLoopBranches(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	p := root.Parallel()
-	n := 0
-	p.Loop(func(as vm.AsyncSteps) {
-		n++
-		if n == 3 {
-			log.add("L break")
-			as.Break()
-		}
-		log.add("L%d", n)
-	})
-	p.Repeat(2, func(as vm.AsyncSteps, i int) { log.add("R%d", i) })
-	vm.ForEach(p, []string{"x", "y"}, func(as vm.AsyncSteps, i int, v string) { log.add("F%d=%s", i, v) })
-	vm.ForEachMap(p, map[string]int{"k": 1}, func(as vm.AsyncSteps, k string, v int) { log.add("M%s=%d", k, v) })
-	p.Add(log.step("plain"))
-	root.Add(log.step("after"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log,
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		p := root.Parallel()
+		n := 0
+		p.Loop(func(as vm.AsyncSteps) {
+			n++
+			if n == 3 {
+				log.add("L break")
+				as.Break()
+			}
+			log.add("L%d", n)
+		})
+		p.Repeat(2, func(as vm.AsyncSteps, i int) { log.add("R%d", i) })
+		vm.ForEach(p, []string{"x", "y"}, func(as vm.AsyncSteps, i int, v string) { log.add("F%d=%s", i, v) })
+		vm.ForEachMap(p, map[string]int{"k": 1}, func(as vm.AsyncSteps, k string, v int) { log.add("M%s=%d", k, v) })
+		p.Add(log.step("plain"))
+		root.Add(log.step("after"))
+	},
 		"L1", "R0", "F0=x", "Mk=1", "plain",
 		"L2", "R1", "F1=y",
 		"L break",
@@ -211,81 +176,66 @@ func TestSemParallelLoopBranches(t *testing.T) {
 // Adding branches once the parallel step has started is InternalError of
 // the flow that tries.
 func TestSemParallelAddAfterStart(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	var p vm.AsyncSteps
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		p = as.Parallel()
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("branch 1")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				// Branch 2 has started by now.
-				p.Add(log.step("late branch never"))
-				log.add("Add returned")
+	semRunFail(t, vm.InternalError, func(root vm.AsyncSteps, log *semLog) {
+		var p vm.AsyncSteps
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			p = as.Parallel()
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("branch 1")
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					// Branch 2 has started by now.
+					p.Add(log.step("late branch never"))
+					log.add("Add returned")
+				})
 			})
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel branch 2") })
+			})
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("handler %s", code)
+			semInfoMentions(t, as.State().ErrorInfo(), "parallel")
 		})
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel branch 2") })
-		})
-	}, func(as vm.AsyncSteps, code string) {
-		log.add("handler %s", code)
-		semInfoMentions(t, as.State().ErrorInfo(), "parallel")
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, vm.InternalError)
-	semExpect(t, &log, "branch 1", "cancel branch 2", "handler InternalError")
+	}, "branch 1", "cancel branch 2", "handler InternalError")
 }
 
 // Branches share the flow's state.
 func TestSemParallelSharedState(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	p := root.Parallel()
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.State().Set("from a", 1)
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			v, ok := as.State().Get("from b")
-			log.add("a sees b: %v %v", v, ok)
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		p := root.Parallel()
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.State().Set("from a", 1)
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				v, ok := as.State().Get("from b")
+				log.add("a sees b: %v %v", v, ok)
+			})
 		})
-	})
-	p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		v, ok := as.State().Get("from a")
-		log.add("b sees a: %v %v", v, ok)
-		as.State().Set("from b", 2)
-	})
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		log.add("after: %v %v", as.State().Exists("from a"), as.State().Exists("from b"))
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "b sees a: 1 true", "a sees b: 2 true", "after: true true")
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			v, ok := as.State().Get("from a")
+			log.add("b sees a: %v %v", v, ok)
+			as.State().Set("from b", 2)
+		})
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("after: %v %v", as.State().Exists("from a"), as.State().Exists("from b"))
+		})
+	}, "b sees a: 1 true", "a sees b: 2 true", "after: true true")
 }
 
 // Nested parallels: an error deep in an inner parallel cancels the inner
 // siblings, then the outer ones.
 func TestSemParallelNestedAbort(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	outer := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-	outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		inner := as.Parallel(func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
-		inner.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel inner sibling") })
+	semRunFail(t, "Deep", func(root vm.AsyncSteps, log *semLog) {
+		outer := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+		outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			inner := as.Parallel(func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
+			inner.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel inner sibling") })
+			})
+			inner.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Deep") })
+			})
 		})
-		inner.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Deep") })
+		outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer sibling") })
 		})
-	})
-	outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer sibling") })
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semFail(t, f, "Deep")
-	semExpect(t, &log, "cancel inner sibling", "inner handler Deep", "cancel outer sibling", "outer handler Deep")
+	}, "cancel inner sibling", "inner handler Deep", "cancel outer sibling", "outer handler Deep")
 }

@@ -13,44 +13,39 @@ import (
 // Stack and StackRaw return zeroed memory, even where an earlier step left
 // its memory dirty.
 func TestSemStackZeroed(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	type block [32]uint64
-	dirty := func(as vm.AsyncSteps, _ vm.Args) {
-		p := vm.Stack[block](as)
-		for i := range p {
-			p[i] = ^uint64(0)
-		}
-		raw := unsafe.Slice((*byte)(as.StackRaw(200, nil)), 200)
-		for i := range raw {
-			raw[i] = 0xAA
-		}
-	}
-	check := func(as vm.AsyncSteps, _ vm.Args) {
-		p := vm.Stack[block](as)
-		for i, v := range p {
-			if v != 0 {
-				log.add("Stack word %d = %#x", i, v)
-				break
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		type block [32]uint64
+		dirty := func(as vm.AsyncSteps, _ vm.Args) {
+			p := vm.Stack[block](as)
+			for i := range p {
+				p[i] = ^uint64(0)
+			}
+			raw := unsafe.Slice((*byte)(as.StackRaw(200, nil)), 200)
+			for i := range raw {
+				raw[i] = 0xAA
 			}
 		}
-		raw := unsafe.Slice((*byte)(as.StackRaw(200, nil)), 200)
-		for i, v := range raw {
-			if v != 0 {
-				log.add("StackRaw byte %d = %#x", i, v)
-				break
+		check := func(as vm.AsyncSteps, _ vm.Args) {
+			p := vm.Stack[block](as)
+			for i, v := range p {
+				if v != 0 {
+					log.add("Stack word %d = %#x", i, v)
+					break
+				}
+			}
+			raw := unsafe.Slice((*byte)(as.StackRaw(200, nil)), 200)
+			for i, v := range raw {
+				if v != 0 {
+					log.add("StackRaw byte %d = %#x", i, v)
+					break
+				}
 			}
 		}
-	}
-	for range 5 {
-		root.Add(dirty)
-		root.Add(check)
-	}
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log)
+		for range 5 {
+			root.Add(dirty)
+			root.Add(check)
+		}
+	})
 }
 
 // Destroy callbacks run when the step ends, newest first, whether it ends by
@@ -109,68 +104,58 @@ func TestSemStackDestroy(t *testing.T) {
 // A step's stack memory lives until the step ends, which for a step with
 // sub-steps is after they complete: the sub-steps can use it.
 func TestSemStackLivesAcrossSubSteps(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	type counters struct{ A, B int64 }
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		c := vm.Stack[counters](as)
-		c.A = 40
-		as.StackRaw(4, func(unsafe.Pointer) { log.add("outer destroyed, A=%d", c.A) })
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			inner := as.StackRaw(4, func(unsafe.Pointer) { log.add("inner destroyed") })
-			_ = inner
-			c.A++
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		type counters struct{ A, B int64 }
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			c := vm.Stack[counters](as)
+			c.A = 40
+			as.StackRaw(4, func(unsafe.Pointer) { log.add("outer destroyed, A=%d", c.A) })
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				inner := as.StackRaw(4, func(unsafe.Pointer) { log.add("inner destroyed") })
+				_ = inner
+				c.A++
+			})
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				c.A++
+				log.add("sub 2 sees A=%d", c.A)
+			})
 		})
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			c.A++
-			log.add("sub 2 sees A=%d", c.A)
-		})
-	})
-	root.Add(log.step("next"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "inner destroyed", "sub 2 sees A=42", "outer destroyed, A=42", "next")
+		root.Add(log.step("next"))
+	}, "inner destroyed", "sub 2 sees A=42", "outer destroyed, A=42", "next")
 }
 
 // A T holding Go pointers (a string here) works and keeps its value across
 // sub-steps and garbage collections: it lives on the GC heap.
 func TestSemStackWithPointers(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	type rec struct {
-		N    int
-		Name string
-		Tags []string
-	}
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		r := vm.Stack[rec](as)
-		if r == nil || r.N != 0 || r.Name != "" || r.Tags != nil {
-			log.add("not a zero rec: %+v", r)
-			return
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		type rec struct {
+			N    int
+			Name string
+			Tags []string
 		}
-		r.N = 7
-		r.Name = "name-" + strconv.Itoa(r.N) // heap-allocated string
-		r.Tags = append(r.Tags, strconv.Itoa(1000+r.N))
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			runtime.GC()
-			runtime.GC()
-		})
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			// Allocate garbage that would overwrite freed memory.
-			for i := range 1000 {
-				_ = strconv.Itoa(i) + "garbage"
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			r := vm.Stack[rec](as)
+			if r == nil || r.N != 0 || r.Name != "" || r.Tags != nil {
+				log.add("not a zero rec: %+v", r)
+				return
 			}
-			runtime.GC()
-			log.add("%d %s %v", r.N, r.Name, r.Tags)
+			r.N = 7
+			r.Name = "name-" + strconv.Itoa(r.N) // heap-allocated string
+			r.Tags = append(r.Tags, strconv.Itoa(1000+r.N))
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				runtime.GC()
+				runtime.GC()
+			})
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				// Allocate garbage that would overwrite freed memory.
+				for i := range 1000 {
+					_ = strconv.Itoa(i) + "garbage"
+				}
+				runtime.GC()
+				log.add("%d %s %v", r.N, r.Name, r.Tags)
+			})
 		})
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "7 name-7 [1007]")
+	}, "7 name-7 [1007]")
 }
 
 // Stack and StackRaw through a stale handle return nil.
@@ -233,20 +218,15 @@ func TestSemStackUsesArena(t *testing.T) {
 // before the next one; that of a canceled branch when it is canceled.
 func TestSemStackDestroyInLoopAndBranch(t *testing.T) {
 	t.Run("loop", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Repeat(3, func(as vm.AsyncSteps, i int) {
-			log.add("iter %d", i)
-			as.StackRaw(8, func(unsafe.Pointer) { log.add("destroy %d", i) })
-			if i == 1 {
-				as.Add(log.step("sub 1"))
-			}
-		})
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "iter 0", "destroy 0", "iter 1", "sub 1", "destroy 1", "iter 2", "destroy 2")
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Repeat(3, func(as vm.AsyncSteps, i int) {
+				log.add("iter %d", i)
+				as.StackRaw(8, func(unsafe.Pointer) { log.add("destroy %d", i) })
+				if i == 1 {
+					as.Add(log.step("sub 1"))
+				}
+			})
+		}, "iter 0", "destroy 0", "iter 1", "sub 1", "destroy 1", "iter 2", "destroy 2")
 	})
 	t.Run("branch", func(t *testing.T) {
 		l, _ := semLoop()

@@ -56,75 +56,66 @@ func TestSemSuccessValueKinds(t *testing.T) {
 func TestSemSuccessValueCount(t *testing.T) {
 	all := []vm.Value{vm.Int(1), vm.Str("two"), vm.Float(3), vm.Bool(true)}
 	for n := 0; n <= vm.MaxArgs; n++ {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(all[:n]...) })
-		root.Add(func(as vm.AsyncSteps, a vm.Args) {
-			log.add("len=%d", a.Len())
-			for i := range a.Len() {
-				log.add("%v:%s", a.Get(i).Kind(), a.String(i))
-			}
-			log.add("past=%v", a.Get(a.Len()).Kind())
+		r := semStart(func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(all[:n]...) })
+			root.Add(func(as vm.AsyncSteps, a vm.Args) {
+				log.add("len=%d", a.Len())
+				for i := range a.Len() {
+					log.add("%v:%s", a.Get(i).Kind(), a.String(i))
+				}
+				log.add("past=%v", a.Get(a.Len()).Kind())
+			})
 		})
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
+		semOK(t, r.f)
 		want := []string{"len=" + vm.Int(int64(n)).String()}
 		for i := range n {
 			want = append(want, all[i].Kind().String()+":"+all[i].String())
 		}
 		want = append(want, "past=none")
-		semExpect(t, &log, want...)
+		semExpect(t, r.log, want...)
 	}
 }
 
 // The values of a step go to the next step only: a step that succeeds
 // implicitly passes nothing on.
 func TestSemSuccessImplicitPassesNothing(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1), vm.Int(2)) })
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("second got %d", a.Len()) })
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("third got %d", a.Len()) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	if semOK(t, f).Len() != 0 {
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1), vm.Int(2)) })
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("second got %d", a.Len()) })
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("third got %d", a.Len()) })
+	})
+	if semOK(t, r.f).Len() != 0 {
 		t.Fatal("flow result has values after an implicit success")
 	}
-	semExpect(t, &log, "second got 2", "third got 0")
+	semExpect(t, r.log, "second got 2", "third got 0")
 }
 
 // A step with sub-steps completes with its last sub-step's values; the
 // sub-steps pass values to each other.
 func TestSemSuccessFromLastSubStep(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		log.add("outer")
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			log.add("sub1")
-			as.Success(vm.Int(1))
-		})
-		as.Add(func(as vm.AsyncSteps, a vm.Args) {
-			log.add("sub2 got %d", a.Int(0))
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("outer")
 			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				log.add("sub2.1")
-				as.Success(vm.Str("deep"), vm.Int(a.Int(0)+1))
+				log.add("sub1")
+				as.Success(vm.Int(1))
 			})
+			as.Add(func(as vm.AsyncSteps, a vm.Args) {
+				log.add("sub2 got %d", a.Int(0))
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("sub2.1")
+					as.Success(vm.Str("deep"), vm.Int(a.Int(0)+1))
+				})
+			})
+			log.add("outer returns")
 		})
-		log.add("outer returns")
+		root.Add(func(as vm.AsyncSteps, a vm.Args) {
+			log.add("next got %s %d", a.String(0), a.Int(1))
+			as.Success(a.Get(0), a.Get(1))
+		})
 	})
-	root.Add(func(as vm.AsyncSteps, a vm.Args) {
-		log.add("next got %s %d", a.String(0), a.Int(1))
-		as.Success(a.Get(0), a.Get(1))
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	args := semOK(t, f)
-	semExpect(t, &log, "outer", "outer returns", "sub1", "sub2 got 1", "sub2.1", "next got deep 2")
+	args := semOK(t, r.f)
+	semExpect(t, r.log, "outer", "outer returns", "sub1", "sub2 got 1", "sub2.1", "next got deep 2")
 	if args.Len() != 2 || args.String(0) != "deep" || args.Int(1) != 2 {
 		t.Fatalf("flow result = %v, want [deep 2]", args.Values())
 	}
@@ -134,46 +125,31 @@ func TestSemSuccessFromLastSubStep(t *testing.T) {
 // level 0 and after sub-steps, overriding the values of the sub-steps.
 func TestSemSuccessStep(t *testing.T) {
 	t.Run("level0", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.SuccessStep(vm.Str("a"), vm.Int(7))
-		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d %s %d", a.Len(), a.String(0), a.Int(1)) })
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "got 2 a 7")
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.SuccessStep(vm.Str("a"), vm.Int(7))
+			root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d %s %d", a.Len(), a.String(0), a.Int(1)) })
+		}, "got 2 a 7")
 	})
 	t.Run("after sub-steps", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				log.add("sub")
-				as.Success(vm.Int(1), vm.Int(2), vm.Int(3))
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					log.add("sub")
+					as.Success(vm.Int(1), vm.Int(2), vm.Int(3))
+				})
+				as.SuccessStep(vm.Int(123))
 			})
-			as.SuccessStep(vm.Int(123))
-		})
-		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d %d", a.Len(), a.Int(0)) })
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "sub", "got 1 123")
+			root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d %d", a.Len(), a.Int(0)) })
+		}, "sub", "got 1 123")
 	})
 	t.Run("no values", func(t *testing.T) {
-		l, _ := semLoop()
-		root := l.NewSteps()
-		var log semLog
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1)) })
-			as.SuccessStep()
-		})
-		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d", a.Len()) })
-		f := root.Promise()
-		l.RunUntilIdle()
-		semOK(t, f)
-		semExpect(t, &log, "got 0")
+		semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1)) })
+				as.SuccessStep()
+			})
+			root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("got %d", a.Len()) })
+		}, "got 0")
 	})
 	t.Run("last step is the result", func(t *testing.T) {
 		l, _ := semLoop()
@@ -248,18 +224,13 @@ func TestSemSuccessTooManyValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, _ := semLoop()
-			root := l.NewSteps()
-			var log semLog
-			root.Add(c.body, func(as vm.AsyncSteps, code string) {
-				log.add("handler %s", code)
-				semInfoMentions(t, as.State().ErrorInfo(), "4")
-			})
-			root.Add(log.step("next"))
-			f := root.Promise()
-			l.RunUntilIdle()
-			semFail(t, f, vm.InternalError)
-			semExpect(t, &log, "handler InternalError")
+			semRunFail(t, vm.InternalError, func(root vm.AsyncSteps, log *semLog) {
+				root.Add(c.body, func(as vm.AsyncSteps, code string) {
+					log.add("handler %s", code)
+					semInfoMentions(t, as.State().ErrorInfo(), "4")
+				})
+				root.Add(log.step("next"))
+			}, "handler InternalError")
 		})
 	}
 }

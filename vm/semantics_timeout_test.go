@@ -82,50 +82,29 @@ func TestSemTimeoutReset(t *testing.T) {
 
 // A step that completes in time stops its timeout.
 func TestSemTimeoutStoppedBySuccess(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetTimeout(10 * time.Millisecond)
+	semTimeoutStopped(t, 5*time.Millisecond, func(as vm.AsyncSteps) {
 		as.Tool().Deferred(5*time.Millisecond, func() { as.Success(vm.Int(5)) })
-	}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
-	root.Add(func(as vm.AsyncSteps, a vm.Args) {
-		log.add("next got %d", a.Int(0))
-		as.WaitExternal()
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(5 * time.Millisecond)
-	l.RunUntilIdle()
-	clk.Advance(time.Hour)
-	l.RunUntilIdle()
-	semExpect(t, &log, "next got 5")
-	semPending(t, f)
-	root.Cancel()
+	}, "next got 5")
 }
 
 // A timeout of a step with sub-steps unwinds from the innermost sub-step:
 // cancel handlers and error handlers run innermost first.
 func TestSemTimeoutUnwindsFromInnermost(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
-		as.SetTimeout(10 * time.Millisecond)
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel middle") })
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer") })
+			as.SetTimeout(10 * time.Millisecond)
 			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel inner") })
-			}, func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
-		}, func(as vm.AsyncSteps, code string) { log.add("middle handler %s", code) })
-	}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(10 * time.Millisecond)
-	l.RunUntilIdle()
-	semFail(t, f, vm.Timeout)
-	semExpect(t, &log,
+				as.SetCancel(func(vm.AsyncSteps) { log.add("cancel middle") })
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel inner") })
+				}, func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
+			}, func(as vm.AsyncSteps, code string) { log.add("middle handler %s", code) })
+		}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+	})
+	r.advance(10 * time.Millisecond)
+	semFail(t, r.f, vm.Timeout)
+	semExpect(t, r.log,
 		"cancel inner", "inner handler Timeout",
 		"cancel middle", "middle handler Timeout",
 		"cancel outer", "outer handler Timeout",
@@ -134,23 +113,19 @@ func TestSemTimeoutUnwindsFromInnermost(t *testing.T) {
 
 // A timeout handled by its step's handler lets the flow continue.
 func TestSemTimeoutHandled(t *testing.T) {
-	l, clk := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetTimeout(time.Second)
-	}, func(as vm.AsyncSteps, code string) {
-		if code == vm.Timeout {
-			as.Success(vm.Str("fallback"))
-		}
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetTimeout(time.Second)
+		}, func(as vm.AsyncSteps, code string) {
+			if code == vm.Timeout {
+				as.Success(vm.Str("fallback"))
+			}
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s", a.String(0)) })
 	})
-	root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next got %s", a.String(0)) })
-	f := root.Promise()
-	l.RunUntilIdle()
-	clk.Advance(time.Second)
-	l.RunUntilIdle()
-	semOK(t, f)
-	semExpect(t, &log, "next got fallback")
+	r.advance(time.Second)
+	semOK(t, r.f)
+	semExpect(t, r.log, "next got fallback")
 }
 
 // Root Cancel runs the cancel handlers innermost first, no error handler,

@@ -28,28 +28,37 @@ func newTestLoop() (*vm.Loop, *vm.ManualClock) {
 	return vm.NewLoop(vm.WithClock(clk)), clk
 }
 
-// FTN12 1.1: nine-step execution sequence.
-func TestSpecLevels(t *testing.T) {
+// specRun executes the flow build makes on a fresh loop until the loop is
+// idle, and fails t unless the flow traced exactly want.
+func specRun(t *testing.T, build func(root vm.AsyncSteps, tr *trace), want ...string) {
+	t.Helper()
 	l, _ := newTestLoop()
 	var tr trace
 	root := l.NewSteps()
-	say := func(s string) vm.ExecFunc { return func(vm.AsyncSteps, vm.Args) { tr.add(s) } }
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		tr.add("Level 0 add #1")
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			tr.add("Level 1 add #1")
-			as.Add(say("Level 2 add #1"))
-			as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 2 parallel #2") })
-			as.Add(say("Level 2 add #3"))
-		})
-		as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 1 parallel #2") })
-		as.Add(say("Level 1 add #3"))
-	})
-	root.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 0 parallel #2") })
-	root.Add(say("Level 0 add #3"))
+	build(root, &tr)
 	root.Execute()
 	l.RunUntilIdle()
-	expectTrace(t, &tr,
+	expectTrace(t, &tr, want...)
+}
+
+// FTN12 1.1: nine-step execution sequence.
+func TestSpecLevels(t *testing.T) {
+	specRun(t, func(root vm.AsyncSteps, tr *trace) {
+		say := func(s string) vm.ExecFunc { return func(vm.AsyncSteps, vm.Args) { tr.add(s) } }
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			tr.add("Level 0 add #1")
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				tr.add("Level 1 add #1")
+				as.Add(say("Level 2 add #1"))
+				as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 2 parallel #2") })
+				as.Add(say("Level 2 add #3"))
+			})
+			as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 1 parallel #2") })
+			as.Add(say("Level 1 add #3"))
+		})
+		root.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 0 parallel #2") })
+		root.Add(say("Level 0 add #3"))
+	},
 		"Level 0 add #1",
 		"Level 1 add #1",
 		"Level 2 add #1",
@@ -64,29 +73,25 @@ func TestSpecLevels(t *testing.T) {
 
 // FTN12 1.2: error handling.
 func TestSpecErrorHandling(t *testing.T) {
-	l, _ := newTestLoop()
-	var tr trace
-	root := l.NewSteps()
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		tr.add("Level 0 func")
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			tr.add("Level 1 func")
-			as.Error("myerror")
+	specRun(t, func(root vm.AsyncSteps, tr *trace) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			tr.add("Level 0 func")
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				tr.add("Level 1 func")
+				as.Error("myerror")
+			}, func(as vm.AsyncSteps, code string) {
+				tr.add("Level 1 onerror: " + code)
+				as.Error("newerror")
+			})
 		}, func(as vm.AsyncSteps, code string) {
-			tr.add("Level 1 onerror: " + code)
-			as.Error("newerror")
+			tr.add("Level 0 onerror: " + code)
+			as.Success(vm.Str("Prm"))
 		})
-	}, func(as vm.AsyncSteps, code string) {
-		tr.add("Level 0 onerror: " + code)
-		as.Success(vm.Str("Prm"))
-	})
-	root.Add(func(as vm.AsyncSteps, args vm.Args) {
-		tr.add("Level 0 func2: " + args.String(0))
-		as.Success()
-	})
-	root.Execute()
-	l.RunUntilIdle()
-	expectTrace(t, &tr,
+		root.Add(func(as vm.AsyncSteps, args vm.Args) {
+			tr.add("Level 0 func2: " + args.String(0))
+			as.Success()
+		})
+	},
 		"Level 0 func",
 		"Level 1 func",
 		"Level 1 onerror: myerror",
@@ -139,56 +144,52 @@ func TestSpecStepsInErrorHandler(t *testing.T) {
 
 // JS reference README: "Simple steps".
 func TestReadmeSimpleSteps(t *testing.T) {
-	l, _ := newTestLoop()
-	var tr trace
-	root := l.NewSteps()
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Success(vm.Str("MyValue"))
-	}).Add(func(as vm.AsyncSteps, args vm.Args) {
-		if args.String(0) == "MyValue" {
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.Error("MyError", "Something bad has happened")
-			})
-		}
-		as.SuccessStep()
-	}, func(as vm.AsyncSteps, code string) {
-		if code == "MyError" {
-			as.Success(vm.Str("NotSoBad"))
-		}
-	})
-	root.Add(func(as vm.AsyncSteps, args vm.Args) {
-		if args.String(0) == "NotSoBad" {
-			tr.add("MyError was ignored: " + as.State().ErrorInfo())
-		}
-		as.State().Set("p1arg", "abc")
-		as.State().Set("p2arg", "xyz")
-		p := as.Parallel()
-		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			tr.add("Parallel Step 1")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				tr.add("Parallel Step 1.1")
-				v, _ := as.State().Get("p1arg")
-				as.State().Set("p1", v.(string)+"1")
-				as.Success()
+	specRun(t, func(root vm.AsyncSteps, tr *trace) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Success(vm.Str("MyValue"))
+		}).Add(func(as vm.AsyncSteps, args vm.Args) {
+			if args.String(0) == "MyValue" {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Error("MyError", "Something bad has happened")
+				})
+			}
+			as.SuccessStep()
+		}, func(as vm.AsyncSteps, code string) {
+			if code == "MyError" {
+				as.Success(vm.Str("NotSoBad"))
+			}
+		})
+		root.Add(func(as vm.AsyncSteps, args vm.Args) {
+			if args.String(0) == "NotSoBad" {
+				tr.add("MyError was ignored: " + as.State().ErrorInfo())
+			}
+			as.State().Set("p1arg", "abc")
+			as.State().Set("p2arg", "xyz")
+			p := as.Parallel()
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				tr.add("Parallel Step 1")
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					tr.add("Parallel Step 1.1")
+					v, _ := as.State().Get("p1arg")
+					as.State().Set("p1", v.(string)+"1")
+					as.Success()
+				})
+			}).Add(func(as vm.AsyncSteps, _ vm.Args) {
+				tr.add("Parallel Step 2")
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					tr.add("Parallel Step 2.1")
+					v, _ := as.State().Get("p2arg")
+					as.State().Set("p2", v.(string)+"2")
+					as.Success()
+				})
 			})
 		}).Add(func(as vm.AsyncSteps, _ vm.Args) {
-			tr.add("Parallel Step 2")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				tr.add("Parallel Step 2.1")
-				v, _ := as.State().Get("p2arg")
-				as.State().Set("p2", v.(string)+"2")
-				as.Success()
-			})
+			p1, _ := as.State().Get("p1")
+			p2, _ := as.State().Get("p2")
+			tr.add("Parallel 1 result: " + p1.(string))
+			tr.add("Parallel 2 result: " + p2.(string))
 		})
-	}).Add(func(as vm.AsyncSteps, _ vm.Args) {
-		p1, _ := as.State().Get("p1")
-		p2, _ := as.State().Get("p2")
-		tr.add("Parallel 1 result: " + p1.(string))
-		tr.add("Parallel 2 result: " + p2.(string))
-	})
-	root.Execute()
-	l.RunUntilIdle()
-	expectTrace(t, &tr,
+	},
 		"MyError was ignored: Something bad has happened",
 		"Parallel Step 1",
 		"Parallel Step 2",
@@ -267,23 +268,19 @@ func TestReadmeModelSteps(t *testing.T) {
 
 // JS reference README: "Async Loops".
 func TestReadmeAsyncLoops(t *testing.T) {
-	l, _ := newTestLoop()
-	var tr trace
-	root := l.NewSteps()
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.Repeat(3, func(as vm.AsyncSteps, i int) {
-			tr.add("> Repeat: " + vm.Int(int64(i)).String())
+	specRun(t, func(root vm.AsyncSteps, tr *trace) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Repeat(3, func(as vm.AsyncSteps, i int) {
+				tr.add("> Repeat: " + vm.Int(int64(i)).String())
+			})
+			vm.ForEach(as, []int{1, 2, 3}, func(as vm.AsyncSteps, k int, v int) {
+				tr.add("> forEach: " + vm.Int(int64(k)).String() + " = " + vm.Int(int64(v)).String())
+			})
+			vm.ForEachMap(as, map[string]int{"a": 1, "b": 2, "c": 3}, func(as vm.AsyncSteps, k string, v int) {
+				tr.add("> forEach: " + k + " = " + vm.Int(int64(v)).String())
+			})
 		})
-		vm.ForEach(as, []int{1, 2, 3}, func(as vm.AsyncSteps, k int, v int) {
-			tr.add("> forEach: " + vm.Int(int64(k)).String() + " = " + vm.Int(int64(v)).String())
-		})
-		vm.ForEachMap(as, map[string]int{"a": 1, "b": 2, "c": 3}, func(as vm.AsyncSteps, k string, v int) {
-			tr.add("> forEach: " + k + " = " + vm.Int(int64(v)).String())
-		})
-	})
-	root.Execute()
-	l.RunUntilIdle()
-	expectTrace(t, &tr,
+	},
 		"> Repeat: 0", "> Repeat: 1", "> Repeat: 2",
 		"> forEach: 0 = 1", "> forEach: 1 = 2", "> forEach: 2 = 3",
 		"> forEach: a = 1", "> forEach: b = 2", "> forEach: c = 3",
