@@ -76,17 +76,19 @@ const lineSize = 64
 // maxLarge bounds dedicated blocks so that size computations cannot overflow.
 const maxLarge = 1 << (bits.UintSize - 2)
 
-// Init prepares a for use and charges it to acct, which may be nil for no
-// accounting. a must be zero, released or abandoned: Init panics if a is
+// Init prepares a for use and charges it to acct; with a nil acct, a
+// counts into an account of its own (so that Alloc and Free need not test
+// for one). a must be zero, released or abandoned: Init panics if a is
 // still charged to an account or holds memory, which would otherwise leak.
 func (a *Arena) Init(acct *Account) {
 	if a.acct != nil || a.h != nil {
 		panic("arena: Init of an arena in use")
 	}
-	*a = Arena{acct: acct}
-	if acct != nil {
-		acct.Arenas++
+	if acct == nil {
+		acct = new(Account)
 	}
+	*a = Arena{acct: acct}
+	acct.Arenas++
 }
 
 // Alloc returns size bytes of zeroed memory aligned to 16 bytes. size must be
@@ -142,20 +144,47 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 	a.count(-int64(classSize[c]))
 }
 
+// SmallSize is the largest block size that Reuse and Recycle serve: the
+// classes whose free-list heads an Arena holds inline.
+const SmallSize = inlineHeads * align
+
+// Reuse is the fast path of Alloc for a block of at most SmallSize bytes,
+// small enough for the compiler to inline: it returns a zeroed block from
+// the free list of size's class, or nil if that list is empty, and the
+// caller then calls Alloc. With a constant size the class and the clearing
+// fold to constants.
+func (a *Arena) Reuse(size uintptr) unsafe.Pointer {
+	c := (size - 1) / align
+	p := a.small[c&(inlineHeads-1)]
+	if p != nil {
+		a.small[c&(inlineHeads-1)] = *(*unsafe.Pointer)(p)
+		clear((*[SmallSize]byte)(p)[:size])
+		a.h.inUse += int64((c + 1) * align)
+		a.acct.InUse += int64((c + 1) * align)
+	}
+	return p
+}
+
+// Recycle is Free for a block of at most SmallSize bytes, small enough for
+// the compiler to inline.
+func (a *Arena) Recycle(p unsafe.Pointer, size uintptr) {
+	c := (size - 1) / align
+	*(*unsafe.Pointer)(p) = a.small[c&(inlineHeads-1)]
+	a.small[c&(inlineHeads-1)] = p
+	a.h.inUse -= int64((c + 1) * align)
+	a.acct.InUse -= int64((c + 1) * align)
+}
+
 // count adds delta bytes to the blocks in use of a and of its account.
 func (a *Arena) count(delta int64) {
 	a.h.inUse += delta
-	if a.acct != nil {
-		a.acct.InUse += delta
-	}
+	a.acct.InUse += delta
 }
 
 // charge adds delta bytes of chunks to a's reservation and its account's.
 func (a *Arena) charge(delta int64) {
 	a.h.reserved += delta
-	if a.acct != nil {
-		a.acct.Reserved += delta
-	}
+	a.acct.Reserved += delta
 }
 
 // zero clears the n-byte block p. Blocks of up to 64 bytes, the common

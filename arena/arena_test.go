@@ -123,6 +123,38 @@ func TestFreeReusesBlock(t *testing.T) {
 	}
 }
 
+func TestReuseRecycle(t *testing.T) {
+	var a Arena
+	a.Init(nil)
+	defer a.Release()
+	if p := a.Reuse(64); p != nil {
+		t.Fatalf("Reuse on an empty free list = %p, want nil", p)
+	}
+	p := a.Alloc(64)
+	fill(bytesOf(p, 64), 0xa5)
+	a.Recycle(p, 64)
+	if a.InUse() != 0 {
+		t.Fatalf("InUse after Recycle = %d, want 0", a.InUse())
+	}
+	if a.Reuse(32) != nil {
+		t.Fatal("Reuse(32) served a block of another class")
+	}
+	q := a.Reuse(49) // the class of 64
+	if q != p {
+		t.Fatalf("Reuse after Recycle = %p, want %p", q, p)
+	}
+	if i := mismatch(bytesOf(q, 49), 0); i >= 0 {
+		t.Fatalf("reused block byte %d not zeroed", i)
+	}
+	if a.InUse() != 64 || a.acct.InUse != 64 {
+		t.Fatalf("InUse after Reuse = %d (account %d), want 64", a.InUse(), a.acct.InUse)
+	}
+	a.Free(q, 64) // Recycle and Free share the free lists
+	if a.Alloc(64) != q {
+		t.Fatal("Alloc did not take the block Free returned")
+	}
+}
+
 func TestChunkGrowth(t *testing.T) {
 	var a Arena
 	a.Init(nil)

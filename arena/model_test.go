@@ -19,6 +19,8 @@ type block struct {
 
 // TestModel runs seeded random sequences of operations on several arenas
 // sharing an account and checks them against a model of the live blocks.
+// Small blocks come and go through Alloc or Reuse and Free or Recycle
+// alike.
 func TestModel(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { testModel(t, seed) })
@@ -108,7 +110,13 @@ func testModel(t *testing.T, seed uint64) {
 		switch r := rng.IntN(1000); {
 		case r < 550 || len(live[i]) == 0:
 			size := randSize()
-			p := a.Alloc(size)
+			var p unsafe.Pointer
+			if size <= SmallSize && rng.IntN(2) == 0 {
+				p = a.Reuse(size) // the VM's fast path for its nodes
+			}
+			if p == nil {
+				p = a.Alloc(size)
+			}
 			if uintptr(p)%align != 0 {
 				t.Fatalf("op %d: Alloc(%d) = %p misaligned", op, size, p)
 			}
@@ -125,7 +133,11 @@ func testModel(t *testing.T, seed uint64) {
 				j = rng.IntN(len(live[i]))
 			}
 			b := live[i][j]
-			a.Free(b.p, b.size)
+			if b.size <= SmallSize && rng.IntN(2) == 0 {
+				a.Recycle(b.p, b.size)
+			} else {
+				a.Free(b.p, b.size)
+			}
 			live[i] = slices.Delete(live[i], j, j+1)
 		case r < 995:
 			a.Reset()

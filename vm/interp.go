@@ -159,6 +159,23 @@ func (l *Loop) step(r *root, th *Node) {
 		as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
 		thSeq := th.Seq
 		p := l.callExec(fn, as, Args{l.argsCur})
+		if p == nil && r.runEpoch == as.epoch && th.Seq == thSeq && n.Seq == as.seq &&
+			th.Top() == n && n.Head == nil && n.B == 0 && n.Flags == opcodes.FlagRunning {
+			// The common case in line: a plain step (no sub-steps, timer,
+			// cancel handler, wait or Stack memory) ended by implicit success
+			// (FTN12 1.6). What complete, popFrame and endFrame would do.
+			th.SetTop(f)
+			f.Flags &^= opcodes.FlagChild
+			r.freeSlot(n.Fn)
+			r.freeSlot(n.Err)
+			r.dropNode(n)
+			if f.Head != nil || f.Op.IsLoop() {
+				l.schedule(r, th, nil)
+			} else {
+				l.complete(r, th, f, nil)
+			}
+			return
+		}
 		l.after(r, th, thSeq, as, p)
 	case opcodes.OpSuccess:
 		vals, _ := r.slots[n.Fn].(*argBuf)

@@ -229,8 +229,12 @@ func (r *root) label(i uint32) string {
 	return ""
 }
 
-// The root frame lives in the arena's fixed block.
-var _ [arena.FixedSize - opcodes.NodeSize]struct{}
+// The root frame lives in the arena's fixed block; nodes are small blocks
+// (arena.Arena.Reuse and Recycle).
+var (
+	_ [arena.FixedSize - opcodes.NodeSize]struct{}
+	_ [arena.SmallSize - opcodes.NodeSize]struct{}
+)
 
 // newBase starts a run's root frame in the arena's fixed block: a root
 // frame is needed by every run, so it costs no allocation.
@@ -253,7 +257,11 @@ func (r *root) nextSeq() uint32 {
 }
 
 func (r *root) newNode(op opcodes.Op) *Node {
-	n := (*Node)(r.a.Alloc(opcodes.NodeSize))
+	p := r.a.Reuse(opcodes.NodeSize)
+	if p == nil {
+		p = r.a.Alloc(opcodes.NodeSize)
+	}
+	n := (*Node)(p)
 	n.Op = op
 	n.Seq = r.nextSeq()
 	return n
@@ -267,8 +275,13 @@ func (r *root) freeNode(n *Node) {
 		r.freeSlot(n.Fn)
 		r.freeSlot(n.Err)
 	}
+	r.dropNode(n)
+}
+
+// dropNode frees node n itself, once what it holds is released.
+func (r *root) dropNode(n *Node) {
 	n.Seq = 0
-	r.a.Free(unsafe.Pointer(n), opcodes.NodeSize)
+	r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
 }
 
 // freeQueue frees the nodes queued on n, recursively.
