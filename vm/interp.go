@@ -72,9 +72,20 @@ func (l *Loop) classify(r *root, p any) (outcome, string) {
 	return outError, InternalError
 }
 
-// runThread runs the next step of thread th, then, while the run queue is
-// empty and the budget lasts, the steps th schedules for itself.
-func (l *Loop) runThread(r *root, th *Node) {
+// runThread runs the next step of the thread task t names, then, while the
+// run queue is empty and the budget lasts, the steps the thread schedules
+// for itself.
+func (l *Loop) runThread(t *task) {
+	r, th := t.r, t.th
+	t.r, t.th = nil, nil // the queue must not keep a dropped root alive
+	// The epoch check comes first: only then is th known to point into
+	// memory this run of r still owns.
+	if r.runEpoch != t.epoch || th.Seq != t.seq || th.B != t.tok {
+		t.args.clear()
+		return // the flow ended, the branch was freed, or it moved on
+	}
+	l.argsCur.copyFrom(&t.args)
+	t.args.clear()
 	prevR, prevTh := l.cur, l.curTh
 	l.cur, l.curTh = r, th
 	for budget := inlineBudget; ; budget-- {

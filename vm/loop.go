@@ -390,7 +390,13 @@ func (l *Loop) pass() (now int64, more bool) {
 		l.inbox.Drain(l.drainFn)
 	}
 	for n := l.runq.len(); n > 0; n-- {
-		l.runTask(l.runq.pop())
+		// The entry's fields are read first: pushes made while it runs
+		// may reuse it.
+		if t := l.runq.pop(); t.slot != 0 {
+			l.runImmediate(t.slot, t.gen)
+		} else {
+			l.runThread(t)
+		}
 	}
 	l.inPass = false
 	if len(l.toArm) > 0 {
@@ -499,31 +505,15 @@ func (l *Loop) fire(slot, gen uint32) {
 	}
 }
 
-// runTask runs one queued immediate callback or flow step. The entry is
-// copied out and cleared first: pushes made while it runs may reuse it.
-func (l *Loop) runTask(t *task) {
-	r, th, tok, epoch, seq, slot, gen := t.r, t.th, t.tok, t.epoch, t.seq, t.slot, t.gen
-	if slot == 0 {
-		l.argsCur.copyFrom(&t.args)
-		t.args.clear()
-	}
-	t.r, t.th = nil, nil
-	if slot != 0 {
-		cb := &l.cbs[slot]
-		if cb.gen != gen || cb.kind != cbImmediate {
-			return
-		}
-		fn := cb.fn
-		l.freeCallback(slot)
-		l.callFunc(fn)
+// runImmediate runs the Immediate callback of slot, unless it was canceled.
+func (l *Loop) runImmediate(slot, gen uint32) {
+	cb := &l.cbs[slot]
+	if cb.gen != gen || cb.kind != cbImmediate {
 		return
 	}
-	// The epoch check comes first: only then is th known to point into
-	// memory this run of r still owns.
-	if r.runEpoch != epoch || th.Seq != seq || th.B != tok {
-		return // the flow ended, the branch was freed, or it moved on
-	}
-	l.runThread(r, th)
+	fn := cb.fn
+	l.freeCallback(slot)
+	l.callFunc(fn)
 }
 
 // LoopStats is a snapshot of a loop's resource use.
