@@ -314,6 +314,10 @@ func (as AsyncSteps) Success(vals ...Value) {
 		r.l.misuse(r, "Success with more than 4 values")
 		return
 	}
+	if len(vals) == 0 {
+		r.l.complete(r, threadOf(n), n, nil)
+		return
+	}
 	var b argBuf
 	b.set(vals)
 	r.l.complete(r, threadOf(n), n, &b)

@@ -182,8 +182,14 @@ type argBuf struct {
 	n uint8
 }
 
+// set stores vals, at most MaxArgs of them. It copies them one by one: a
+// copy() of a pointerful slice is a runtime call, too slow for one value.
 func (b *argBuf) set(vals []Value) {
-	b.n = uint8(copy(b.v[:], vals))
+	vals = vals[:min(len(vals), MaxArgs)]
+	for i, v := range vals {
+		b.v[i] = v
+	}
+	b.n = uint8(len(vals))
 }
 
 func (b *argBuf) copyFrom(o *argBuf) {
