@@ -16,6 +16,11 @@ func TestAllocFreeNoHeapAlloc(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("Alloc+Free of 64 bytes: %v heap allocations, want 0", n)
 	}
+	if n := testing.AllocsPerRun(1000, func() {
+		a.Recycle(a.Reuse(64), 64) // the block Recycle gave back last time
+	}); n != 0 {
+		t.Fatalf("Reuse+Recycle of 64 bytes: %v heap allocations, want 0", n)
+	}
 }
 
 func TestCycleNoHeapAlloc(t *testing.T) {

@@ -12,6 +12,10 @@
 // each flow root's GC cleanup. The first chunk also holds the owner's fixed
 // block ([Arena.Fixed]), where the VM keeps a flow's root frame.
 //
+// [Arena.Reuse] and [Arena.Recycle] are the fast paths of Alloc and Free for
+// blocks of up to [SmallSize] bytes, small enough for the compiler to inline
+// into the VM's node allocation.
+//
 // Only pointer-free data may be stored in arena memory. Pointers into arena
 // memory are not Go heap pointers and may themselves be stored there. The
 // package itself writes only such pointers (free-list links and chunk headers)
