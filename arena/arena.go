@@ -101,6 +101,11 @@ func (a *Arena) Init(acct *Account) {
 // that to its whole dedicated chunk, the power of two that holds size plus a
 // 32-byte header (so a block of exactly 32 KiB takes a 64 KiB chunk).
 func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
+	if size-1 < SmallSize {
+		if p := a.Reuse(size); p != nil {
+			return p
+		}
+	}
 	if size-1 >= maxClass { // also catches size == 0
 		return a.allocLarge(size)
 	}
@@ -130,6 +135,10 @@ func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 // class go onto the arena's free list of that class; dedicated blocks return
 // their chunk to the source.
 func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
+	if size-1 < SmallSize {
+		a.Recycle(p, size)
+		return
+	}
 	if size-1 >= maxClass {
 		a.freeLarge(p)
 		return
@@ -148,7 +157,7 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 // classes whose free-list heads an Arena holds inline.
 const SmallSize = inlineHeads * align
 
-// Reuse is the fast path of Alloc for a block of at most SmallSize bytes,
+// Reuse is the fast path of Alloc (Alloc starts with it) for a block of at most SmallSize bytes,
 // small enough for the compiler to inline: it returns a zeroed block from
 // the free list of size's class, or nil if that list is empty, and the
 // caller then calls Alloc. With a constant size the class and the clearing
@@ -158,21 +167,19 @@ func (a *Arena) Reuse(size uintptr) unsafe.Pointer {
 	p := a.small[c&(inlineHeads-1)]
 	if p != nil {
 		a.small[c&(inlineHeads-1)] = *(*unsafe.Pointer)(p)
-		clear((*[SmallSize]byte)(p)[:size])
-		a.h.inUse += int64((c + 1) * align)
-		a.acct.InUse += int64((c + 1) * align)
+		clear((*[SmallSize]byte)(p)[:(c+1)*align]) // the whole block, as Alloc
+		a.count(int64((c + 1) * align))
 	}
 	return p
 }
 
-// Recycle is Free for a block of at most SmallSize bytes, small enough for
-// the compiler to inline.
+// Recycle is Free for a block of at most SmallSize bytes (Free calls it for
+// those), small enough for the compiler to inline.
 func (a *Arena) Recycle(p unsafe.Pointer, size uintptr) {
 	c := (size - 1) / align
 	*(*unsafe.Pointer)(p) = a.small[c&(inlineHeads-1)]
 	a.small[c&(inlineHeads-1)] = p
-	a.h.inUse -= int64((c + 1) * align)
-	a.acct.InUse -= int64((c + 1) * align)
+	a.count(-int64((c + 1) * align))
 }
 
 // count adds delta bytes to the blocks in use of a and of its account.

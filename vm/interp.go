@@ -174,12 +174,11 @@ func (l *Loop) step(r *root, th *Node) {
 			th.Top() == n && n.Head == nil && n.B == 0 && n.Flags == opcodes.FlagRunning {
 			// The common case in line: a plain step (no sub-steps, timer,
 			// cancel handler, wait or Stack memory) ended by implicit success
-			// (FTN12 1.6). What complete, popFrame and endFrame would do.
+			// (FTN12 1.6): complete's first round, with endFrame reduced to
+			// what such a frame holds.
 			th.SetTop(f)
 			f.Flags &^= opcodes.FlagChild
-			r.freeSlot(n.Fn)
-			r.freeSlot(n.Err)
-			r.dropNode(n)
+			r.freeNode(n)
 			if f.Head != nil || f.Op.IsLoop() {
 				l.schedule(r, th, nil)
 			} else {

@@ -275,11 +275,6 @@ func (r *root) freeNode(n *Node) {
 		r.freeSlot(n.Fn)
 		r.freeSlot(n.Err)
 	}
-	r.dropNode(n)
-}
-
-// dropNode frees node n itself, once what it holds is released.
-func (r *root) dropNode(n *Node) {
 	n.Seq = 0
 	r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
 }

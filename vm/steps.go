@@ -314,13 +314,13 @@ func (as AsyncSteps) Success(vals ...Value) {
 		r.l.misuse(r, "Success with more than 4 values")
 		return
 	}
-	if len(vals) == 0 {
-		r.l.complete(r, threadOf(n), n, nil)
-		return
+	var args *argBuf // nil: no values, and no buffer to clear
+	if len(vals) > 0 {
+		var b argBuf
+		b.set(vals)
+		args = &b
 	}
-	var b argBuf
-	b.set(vals)
-	r.l.complete(r, threadOf(n), n, &b)
+	r.l.complete(r, threadOf(n), n, args)
 }
 
 // Error completes the step with an error: code goes to the error handlers
