@@ -30,9 +30,9 @@ type Arena struct {
 	// and the header. The heads of the larger classes are allocated when a
 	// block of one is first freed: most arenas never free one.
 	acct  *Account
-	h     *header                                   // nil until the first chunk is taken
-	small [inlineHeads]unsafe.Pointer               // free-list heads; link in the block's first word
-	more  *[numClasses - inlineHeads]unsafe.Pointer // heads of the larger classes, or nil
+	h     *header                         // nil until the first chunk is taken
+	small [inlineHeads]Link               // free-list heads; a block's first word links the next
+	more  *[numClasses - inlineHeads]Link // heads of the larger classes, or nil
 
 	cur *chunk // chunk being bumped; nil iff h is nil
 	off uint32 // next free byte of cur, as an offset from cur
@@ -111,14 +111,11 @@ func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 	}
 	c := classOf(size)
 	n := classSize[c]
-	h := a.head(c)
 	var p unsafe.Pointer
-	if h != nil {
-		p = *h
-	}
-	switch {
-	case p != nil:
-		*h = *(*unsafe.Pointer)(p)
+	switch h := a.head(c); {
+	case h != nil && *h != 0:
+		p = At(*h)
+		*h = *(*Link)(p)
 	case uintptr(a.off)+n <= uintptr(a.lim):
 		p = unsafe.Add(unsafe.Pointer(a.cur), a.off)
 		a.off += uint32(n)
@@ -145,11 +142,11 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 	}
 	c := classOf(size)
 	if c >= inlineHeads && a.more == nil {
-		a.more = new([numClasses - inlineHeads]unsafe.Pointer)
+		a.more = new([numClasses - inlineHeads]Link)
 	}
 	h := a.head(c)
-	*(*unsafe.Pointer)(p) = *h
-	*h = p
+	*(*Link)(p) = *h
+	*h = LinkOf(p)
 	a.count(-int64(classSize[c]))
 }
 
@@ -164,12 +161,14 @@ const SmallSize = inlineHeads * align
 // fold to constants.
 func (a *Arena) Reuse(size uintptr) unsafe.Pointer {
 	c := (size - 1) / align
-	p := a.small[c&(inlineHeads-1)]
-	if p != nil {
-		a.small[c&(inlineHeads-1)] = *(*unsafe.Pointer)(p)
-		clear((*[SmallSize]byte)(p)[:(c+1)*align]) // the whole block, as Alloc
-		a.count(int64((c + 1) * align))
+	k := a.small[c&(inlineHeads-1)]
+	if k == 0 {
+		return nil
 	}
+	p := At(k)
+	a.small[c&(inlineHeads-1)] = *(*Link)(p)
+	clear((*[SmallSize]byte)(p)[:(c+1)*align]) // the whole block, as Alloc
+	a.count(int64((c + 1) * align))
 	return p
 }
 
@@ -177,8 +176,8 @@ func (a *Arena) Reuse(size uintptr) unsafe.Pointer {
 // those), small enough for the compiler to inline.
 func (a *Arena) Recycle(p unsafe.Pointer, size uintptr) {
 	c := (size - 1) / align
-	*(*unsafe.Pointer)(p) = a.small[c&(inlineHeads-1)]
-	a.small[c&(inlineHeads-1)] = p
+	*(*Link)(p) = a.small[c&(inlineHeads-1)]
+	a.small[c&(inlineHeads-1)] = LinkOf(p)
 	a.count(-int64((c + 1) * align))
 }
 
@@ -213,7 +212,7 @@ func zero(p unsafe.Pointer, n uintptr) {
 
 // head returns the free-list head of class c, or nil if the heads of the
 // larger classes are not allocated yet.
-func (a *Arena) head(c int) *unsafe.Pointer {
+func (a *Arena) head(c int) *Link {
 	if c < inlineHeads {
 		return &a.small[c]
 	}
@@ -331,9 +330,9 @@ func (a *Arena) freeLarge(p unsafe.Pointer) {
 // drops to zero and Reserved to the kept total; the arena stays charged to
 // its account.
 func (a *Arena) Reset() {
-	a.small = [inlineHeads]unsafe.Pointer{}
+	a.small = [inlineHeads]Link{}
 	if a.more != nil {
-		*a.more = [numClasses - inlineHeads]unsafe.Pointer{}
+		*a.more = [numClasses - inlineHeads]Link{}
 	}
 	h := a.h
 	if h == nil {

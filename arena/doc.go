@@ -16,10 +16,15 @@
 // blocks of up to [SmallSize] bytes, small enough for the compiler to inline
 // into the VM's node allocation.
 //
-// Only pointer-free data may be stored in arena memory. Pointers into arena
-// memory are not Go heap pointers and may themselves be stored there. The
-// package itself writes only such pointers (free-list links and chunk headers)
-// into arena memory.
+// Only pointer-free data may be stored in arena memory. Every block of up to
+// 16 KiB and every fixed block lies in one reserved region of address space,
+// so a [Link], a 32-bit offset into that region, names it: the VM links its
+// step records with Links, and the free lists are linked the same way, so
+// that building and unlinking them are plain stores, where storing even a
+// pointer to off-heap memory passes through the garbage collector's write
+// barrier while a collection is marking. (Chunk headers, written once per
+// chunk, still hold pointers into arena memory: those are not Go heap
+// pointers, and the collector ignores them.)
 //
 // An Arena is owned by one goroutine at a time and does no locking. Its chunks
 // come from a single process-wide source, which is safe for concurrent use, so

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"math/bits"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -9,9 +10,71 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// slabSize is the unit in which the source maps memory for chunks of up to
-// slabSize bytes; larger chunks get a mapping of their own.
+// slabSize is the unit in which the source takes memory for chunks of up to
+// slabSize bytes from the region; larger chunks get a mapping of their own.
 const slabSize = 1 << 20
+
+// The region is one reservation of address space that every slab is
+// committed from, so that any block of a bump chunk (every block of up to
+// maxClass bytes, and every fixed block) is named by a 32-bit [Ref]: its
+// distance from the region's base in 16-byte units. The VM links its nodes
+// with Refs instead of pointers: a store of a Ref into arena memory is a
+// plain store, where a store of a pointer would pass through the garbage
+// collector's write barrier whenever a collection is marking.
+//
+// The reservation is address space only (PROT_NONE, no swap reserved); a
+// slab's pages are committed when the slab is carved, and the kernel backs
+// them when they are first touched. maxRegion is what a 32-bit Link reaches;
+// where the system refuses that much address space, the reservation halves
+// until it succeeds.
+var region struct {
+	base unsafe.Pointer // read without locking: set by init, never changed
+	size uintptr
+	used uintptr // bytes committed as slabs; guarded by src.mu
+}
+
+const (
+	linkShift = 4 // a Link counts 16-byte units: align
+	maxRegion = 1 << (32 + linkShift)
+	minRegion = 64 * slabSize
+)
+
+func init() {
+	for size := uintptr(maxRegion); ; size /= 2 {
+		p, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+		if err == nil {
+			region.base, region.size = p, size
+			return
+		}
+		if size <= minRegion {
+			panic("arena: cannot reserve address space for the node region: " + err.Error())
+		}
+	}
+}
+
+// Link names a 16-byte-aligned address of the region: a block of a bump
+// chunk or a fixed block. The zero Link names no block (the region's first
+// bytes are a chunk header).
+type Link uint32
+
+// LinkOf returns the Link of p, which must point into a bump chunk or a
+// fixed block of some arena (not into a block larger than 16 KiB).
+func LinkOf(p unsafe.Pointer) Link {
+	return Link((uintptr(p) - uintptr(region.base)) >> linkShift)
+}
+
+// At returns the address k names. At(0) is not nil: test a Link against 0
+// before resolving it.
+func At(k Link) unsafe.Pointer {
+	return unsafe.Add(region.base, uintptr(k)<<linkShift)
+}
+
+// InRegion reports whether p points into the committed part of the region.
+func InRegion(p unsafe.Pointer) bool {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return uintptr(p)-uintptr(region.base) < region.used
+}
 
 // The source is the process-wide supply of chunks: power-of-two blocks of at
 // least firstChunk bytes, carved from slabs or mapped on their own. Chunks
@@ -123,7 +186,7 @@ func getChunk(size uintptr) unsafe.Pointer {
 				src.slab = unsafe.Add(src.slab, n)
 				src.left -= n
 			}
-			src.slab, src.left = mmap(slabSize), slabSize
+			src.slab, src.left = commitSlab(), slabSize
 			src.idle.Add(slabSize)
 		}
 		p = src.slab
@@ -146,6 +209,21 @@ func putChunk(p unsafe.Pointer, size uintptr) {
 // pushFree adds the chunk p of size bytes to its pool. src.mu is held.
 func pushFree(p unsafe.Pointer, size uintptr) {
 	src.free[bits.TrailingZeros(uint(size))].push(p)
+}
+
+// commitSlab makes the next slabSize bytes of the region usable. src.mu is
+// held. Exhausting the region is fatal, as running out of memory is.
+func commitSlab() unsafe.Pointer {
+	if region.size-region.used < slabSize {
+		panic("arena: the node region is exhausted: more than " + strconv.FormatUint(uint64(region.size>>30), 10) + " GiB of chunks held at once")
+	}
+	p := unsafe.Add(region.base, region.used)
+	if err := unix.Mprotect(unsafe.Slice((*byte)(p), slabSize), unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		panic("arena: mprotect: " + err.Error())
+	}
+	region.used += slabSize
+	src.mapped.Add(slabSize)
+	return p
 }
 
 // mmap maps size bytes of private anonymous memory. Running out of address

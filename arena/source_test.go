@@ -229,3 +229,25 @@ func TestAddrHeap(t *testing.T) {
 		want = append(want, uintptr(p))
 	}
 }
+
+// TestLinks checks that every block an arena hands out below the large
+// size, and its fixed block, is named by a Link that resolves back to it,
+// and that no block is named by the zero Link.
+func TestLinks(t *testing.T) {
+	var a Arena
+	a.Init(nil)
+	defer a.Release()
+	blocks := []unsafe.Pointer{a.Fixed()}
+	for size := uintptr(1); size <= maxClass; size = size*2 + 1 {
+		blocks = append(blocks, a.Alloc(size), a.Alloc(min(size, SmallSize)))
+	}
+	for _, p := range blocks {
+		if !InRegion(p) {
+			t.Fatalf("block %p is outside the region", p)
+		}
+		k := LinkOf(p)
+		if k == 0 || At(k) != p {
+			t.Fatalf("block %p: Link %d resolves to %p", p, k, At(k))
+		}
+	}
+}

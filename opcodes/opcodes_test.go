@@ -1,35 +1,20 @@
 package opcodes
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestNodeIs64Bytes(t *testing.T) {
 	if NodeSize != 64 {
-		t.Fatalf("Node is %d bytes, want 64", NodeSize)
-	}
-}
-
-func TestQueueFIFO(t *testing.T) {
-	var base Node
-	nodes := make([]Node, 5)
-	for i := range nodes {
-		nodes[i].Seq = uint32(i + 1)
-		base.Push(&nodes[i])
-	}
-	for i := range nodes {
-		got := base.Pop()
-		if got == nil || got.Seq != uint32(i+1) {
-			t.Fatalf("pop %d: got %v", i, got)
-		}
-	}
-	if base.Pop() != nil || base.Tail != nil {
-		t.Fatal("queue not empty after draining")
+		t.Fatalf("Node is %d bytes, want 64: one cache line", NodeSize)
 	}
 }
 
 func TestOperandViews(t *testing.T) {
-	var n, f Node
-	n.SetTop(&f)
-	if n.Top() != &f {
+	var n Node
+	n.SetTop(0xfffffff0)
+	if n.Top() != 0xfffffff0 {
 		t.Fatal("Top does not round-trip")
 	}
 	n.B = 0
@@ -52,5 +37,21 @@ func TestOpNames(t *testing.T) {
 	}
 	if !OpRepeat.IsLoop() || OpExec.IsLoop() || !OpBranch.IsBase() {
 		t.Fatal("op predicates wrong")
+	}
+}
+
+// TestNodeHoldsNoPointers guards the rule that arena memory holds no Go
+// pointers, and that linking Nodes never passes a write barrier.
+func TestNodeHoldsNoPointers(t *testing.T) {
+	typ := reflect.TypeFor[Node]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Name == "_" {
+			continue
+		}
+		switch f := typ.Field(i); f.Type.Kind() {
+		case reflect.Pointer, reflect.UnsafePointer, reflect.Interface, reflect.Slice,
+			reflect.Map, reflect.Chan, reflect.Func, reflect.String, reflect.Struct, reflect.Array:
+			t.Errorf("Node.%s is a %s", f.Name, f.Type)
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 // The interpreter. A root runs as one or more threads: its main thread,
 // whose base frame is the OpRoot node, and one thread per running branch of
 // a parallel step (base: an OpBranch node). A thread's frames form a chain
-// from its innermost frame (base.Top()) down to the base through Parent;
+// from its innermost frame (top(base)) down to the base through Parent;
 // each frame queues its sub-steps on Head..Tail.
 //
 // A thread is in exactly one of three states: running (its step is on the
@@ -143,27 +143,27 @@ func (l *Loop) stopThread(th *Node) {
 // threadOf returns the base of the thread frame n belongs to.
 func threadOf(n *Node) *Node {
 	for !n.Op.IsBase() {
-		n = n.Parent
+		n = at(n.Parent)
 	}
 	return n
 }
 
 // step executes the next instruction of thread th.
 func (l *Loop) step(r *root, th *Node) {
-	f := th.Top()
+	f := top(th)
 	if f.Op.IsLoop() {
 		l.iterate(r, th, f)
 		return
 	}
-	n := f.Pop()
+	n := pop(f)
 	if n == nil {
 		l.complete(r, th, f, l.argsCur)
 		return
 	}
-	n.Parent = f
+	n.Parent = link(f)
 	n.Flags |= opcodes.FlagRunning
 	f.Flags |= opcodes.FlagChild
-	th.SetTop(n)
+	setTop(th, n)
 	switch n.Op {
 	case opcodes.OpExec:
 		fn, _ := r.slots[n.Fn].(ExecFunc)
@@ -171,15 +171,15 @@ func (l *Loop) step(r *root, th *Node) {
 		thSeq := th.Seq
 		p := l.callExec(fn, as, Args{l.argsCur})
 		if p == nil && r.runEpoch == as.epoch && th.Seq == thSeq && n.Seq == as.seq &&
-			th.Top() == n && n.Head == nil && n.B == 0 && n.Flags == opcodes.FlagRunning {
+			top(th) == n && n.Head == 0 && n.B == 0 && n.Flags == opcodes.FlagRunning {
 			// The common case in line: a plain step (no sub-steps, timer,
 			// cancel handler, wait or Stack memory) ended by implicit success
 			// (FTN12 1.6): complete's first round, with endFrame reduced to
 			// what such a frame holds.
-			th.SetTop(f)
+			setTop(th, f)
 			f.Flags &^= opcodes.FlagChild
 			r.freeNode(n)
-			if f.Head != nil || f.Op.IsLoop() {
+			if f.Head != 0 || f.Op.IsLoop() {
 				l.schedule(r, th, nil)
 			} else {
 				l.complete(r, th, f, nil)
@@ -222,10 +222,10 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 		}
 		return
 	}
-	if !alive || th.Top() != n {
+	if !alive || top(th) != n {
 		return // completed or unwound during the call
 	}
-	if n.Head != nil {
+	if n.Head != 0 {
 		l.schedule(r, th, nil)
 		return
 	}
@@ -254,13 +254,13 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 			}
 			return
 		}
-		p := n.Parent
+		p := at(n.Parent)
 		l.popFrame(r, th, n)
 		if p.Op.IsLoop() {
 			l.schedule(r, th, nil) // next iteration
 			return
 		}
-		if p.Head != nil {
+		if p.Head != 0 {
 			l.schedule(r, th, args)
 			return
 		}
@@ -270,8 +270,8 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 
 // popFrame removes the innermost frame n of thread th and frees it.
 func (l *Loop) popFrame(r *root, th, n *Node) {
-	p := n.Parent
-	th.SetTop(p)
+	p := at(n.Parent)
+	setTop(th, p)
 	p.Flags &^= opcodes.FlagChild
 	l.endFrame(r, n)
 }
@@ -294,11 +294,11 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	if n.Flags&opcodes.FlagStack != 0 {
 		l.destroyStack(r, n)
 	}
-	if n.Op.IsLoop() && n.Tail != nil {
-		r.freeNode(n.Tail) // the parked iteration frame
-		n.Tail = nil
+	if n.Op.IsLoop() && n.Tail != 0 {
+		r.freeNode(at(n.Tail)) // the parked iteration frame
+		n.Tail = 0
 	}
-	if n.Head != nil {
+	if n.Head != 0 {
 		r.freeQueue(n)
 	}
 	r.freeNode(n)
@@ -322,7 +322,7 @@ func (l *Loop) unwind(r *root, th *Node, code string) {
 	epoch := r.runEpoch
 	l.stopThread(th)
 	for {
-		f := th.Top()
+		f := top(th)
 		if f.Op.IsBase() {
 			break
 		}
@@ -343,13 +343,13 @@ func (l *Loop) unwind(r *root, th *Node, code string) {
 		return
 	}
 	th.Flags |= opcodes.FlagDone
-	l.unwind(r, threadOf(th.Parent), code)
+	l.unwind(r, threadOf(at(th.Parent)), code)
 }
 
 // handleError runs the error handler of frame f. done reports that the
 // handler settled the error; otherwise unwinding goes on with code.
 func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
-	if f.Head != nil {
+	if f.Head != 0 {
 		r.freeQueue(f)
 	}
 	epoch, seq := r.runEpoch, f.Seq
@@ -371,7 +371,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	out, c := l.classify(r, p)
 	switch out {
 	case outReturn:
-		if f.Head != nil {
+		if f.Head != 0 {
 			r.freeSlot(f.Err)
 			f.Err = 0
 			l.schedule(r, th, nil)
@@ -379,12 +379,12 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		}
 		return code, false
 	case outError:
-		if f.Head != nil {
+		if f.Head != 0 {
 			r.freeQueue(f)
 		}
 		return c, false
 	}
-	if f.Head != nil {
+	if f.Head != 0 {
 		r.freeQueue(f)
 	}
 	l.loopControl(r, th, out == outBreak, c)
@@ -399,10 +399,12 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 	switch f.Op {
 	case opcodes.OpParallel:
 		if f.Flags&opcodes.FlagChild != 0 {
-			for b := f.Head; b != nil; b = b.Next {
+			for k := f.Head; k != 0; {
+				b := at(k)
 				if b.Flags&opcodes.FlagDone == 0 && !l.cancelThread(r, b) {
 					return false
 				}
+				k = b.Next
 			}
 			f.Flags &^= opcodes.FlagChild
 			r.freeQueue(f)
@@ -439,11 +441,11 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 func (l *Loop) cancelThread(r *root, th *Node) bool {
 	epoch := r.runEpoch
 	l.stopThread(th)
-	for f := th.Top(); !f.Op.IsBase(); f = th.Top() {
+	for f := top(th); !f.Op.IsBase(); f = top(th) {
 		if !l.cancelFrame(r, f) || r.runEpoch != epoch {
 			return false
 		}
-		if th.Top() == f {
+		if top(th) == f {
 			l.popFrame(r, th, f)
 		}
 	}
@@ -464,28 +466,30 @@ func (l *Loop) cancelRoot(r *root) {
 // startParallel turns the steps queued on P into branches, each a thread
 // of its own whose first step runs in its own turn, in the order added.
 func (l *Loop) startParallel(r *root, th, P *Node) {
-	if P.Head == nil {
+	if P.Head == 0 {
 		l.complete(r, th, P, nil)
 		return
 	}
 	steps := P.Head
-	P.Head, P.Tail = nil, nil
+	P.Head, P.Tail = 0, 0
 	var count uint64
-	for s := steps; s != nil; {
-		next := s.Next
+	for k := steps; k != 0; {
+		s := at(k)
+		k = s.Next
 		b := r.newNode(opcodes.OpBranch)
-		b.Parent = P
+		b.Parent = link(P)
 		b.Flags = opcodes.FlagRunning
-		b.SetTop(b)
-		b.Push(s)
-		P.Push(b)
+		setTop(b, b)
+		push(b, s)
+		push(P, b)
 		count++
-		s = next
 	}
 	P.A = count
 	P.Flags |= opcodes.FlagChild
-	for b := P.Head; b != nil; b = b.Next {
+	for k := P.Head; k != 0; {
+		b := at(k)
 		l.pushFlow(r, b, nil)
+		k = b.Next
 	}
 }
 
@@ -494,7 +498,7 @@ func (l *Loop) startParallel(r *root, th, P *Node) {
 func (l *Loop) branchDone(r *root, b *Node) {
 	l.stopThread(b)
 	b.Flags |= opcodes.FlagDone
-	P := b.Parent
+	P := at(b.Parent)
 	P.A--
 	if P.A > 0 {
 		return
@@ -541,17 +545,18 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 		}
 		i := L.A
 		L.A++
-		it := L.Tail // an iteration frame parked by the previous iteration
-		if it != nil {
-			L.Tail = nil
+		var it *Node
+		if L.Tail != 0 { // an iteration frame parked by the previous iteration
+			it = at(L.Tail)
+			L.Tail = 0
 			it.Seq = r.nextSeq()
 		} else {
 			it = r.newNode(opcodes.OpIter)
 		}
-		it.Parent = L
+		it.Parent = link(L)
 		it.Flags = opcodes.FlagRunning
 		L.Flags |= opcodes.FlagChild
-		th.SetTop(it)
+		setTop(th, it)
 		*as = AsyncSteps{r: r, n: it, seq: it.Seq, epoch: epoch}
 		l.inCall = it
 		if rep != nil {
@@ -560,15 +565,15 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 			loop(*as)
 		}
 		l.inCall = nil
-		if r.runEpoch != epoch || it.Seq != as.seq || th.Top() != it ||
-			it.Head != nil || it.B != 0 || it.Flags != opcodes.FlagRunning ||
+		if r.runEpoch != epoch || it.Seq != as.seq || top(th) != it ||
+			it.Head != 0 || it.B != 0 || it.Flags != opcodes.FlagRunning ||
 			budget == 0 || l.runq.len() > 0 {
 			return nil // the caller finishes this iteration as any step
 		}
-		th.SetTop(L) // implicit success: park the frame for the next iteration
+		setTop(th, L) // implicit success: park the frame for the next iteration
 		L.Flags &^= opcodes.FlagChild
 		it.Seq = 0
-		L.Tail = it
+		L.Tail = link(it)
 	}
 }
 
@@ -578,7 +583,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 // error). Leaving a branch aborts its parallel step.
 func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
 	var target *Node
-	for f := th.Top(); f != nil; f = f.Parent {
+	for f := top(th); f != nil; f = parent(f) {
 		if f.Op.IsLoop() && (label == "" || r.label(f.Err) == label) {
 			target = f
 			break
@@ -599,10 +604,10 @@ func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
 	}
 	epoch := r.runEpoch
 	l.stopThread(th)
-	for f := th.Top(); f != target; f = th.Top() {
+	for f := top(th); f != target; f = top(th) {
 		if f.Op.IsBase() { // leave the branch; its siblings go with the parallel
 			f.Flags |= opcodes.FlagDone
-			th = threadOf(f.Parent)
+			th = threadOf(at(f.Parent))
 			l.stopThread(th)
 			continue
 		}
@@ -654,7 +659,7 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 // innermost last, as the flow's async_stack.
 func (l *Loop) recordStack(r *root, th *Node) {
 	s := r.st().stack[:0]
-	for f := th.Top(); f != nil; f = f.Parent {
+	for f := top(th); f != nil; f = parent(f) {
 		switch f.Op {
 		case opcodes.OpExec:
 			if fn, ok := r.slots[f.Fn].(ExecFunc); ok {

@@ -27,7 +27,7 @@ func (as AsyncSteps) addLoop(op opcodes.Op, body any, count uint64, label []stri
 		r.setLabel(n.Err, label[0])
 	}
 	n.B = count
-	q.Push(n)
+	push(q, n)
 }
 
 // Loop runs fn until Break.

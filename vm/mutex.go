@@ -77,7 +77,7 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 		}
 		m.l = l
 	}
-	if m.inside > 0 && m.heldBy(r, n.Parent) {
+	if m.inside > 0 && m.heldBy(r, at(n.Parent)) {
 		n.B = syncPassed
 		return accepted
 	}
@@ -102,7 +102,7 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 // the thread re-enters. Frames of a parallel step's thread are below the
 // branch's base and are not looked at.
 func (m *Mutex) heldBy(r *root, f *Node) bool {
-	for ; !f.Op.IsBase(); f = f.Parent {
+	for ; !f.Op.IsBase(); f = at(f.Parent) {
 		if f.Op == opcodes.OpSync && f.B == syncHeld {
 			if p, _ := r.slots[f.Fn].(*Mutex); p == m {
 				return true

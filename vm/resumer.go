@@ -92,7 +92,7 @@ func (l *Loop) resume(in *inbound) {
 		l.raise(r, th, in.code)
 		return
 	}
-	if n.Head != nil || n.Flags&opcodes.FlagChild != 0 {
+	if n.Head != 0 || n.Flags&opcodes.FlagChild != 0 {
 		r.st().recordError(InternalError, "Resumer.Success on a step whose sub-steps run")
 		l.raise(r, th, InternalError)
 		return

@@ -167,7 +167,7 @@ func (l *Loop) release(r *root) {
 // it holds more memory than a reset would keep.
 func (r *root) resetRun() {
 	if b := r.base; b != nil {
-		if b.Flags&opcodes.FlagChild == 0 && b.Head != nil {
+		if b.Flags&opcodes.FlagChild == 0 && b.Head != 0 {
 			r.freeQueue(b) // steps an error or a cancel left unexecuted
 		}
 		b.Seq = 0 // the fixed block: not freed, see newBase
@@ -242,7 +242,7 @@ func (r *root) newBase() *Node {
 	n := (*Node)(r.a.Fixed())
 	*n = Node{Op: opcodes.OpRoot}
 	n.Seq = r.nextSeq()
-	n.SetTop(n)
+	setTop(n, n)
 	r.base = n
 	return n
 }
@@ -281,8 +281,8 @@ func (r *root) freeNode(n *Node) {
 
 // freeQueue frees the nodes queued on n, recursively.
 func (r *root) freeQueue(n *Node) {
-	for s := n.Pop(); s != nil; s = n.Pop() {
-		if s.Head != nil {
+	for s := pop(n); s != nil; s = pop(n) {
+		if s.Head != 0 {
 			r.freeQueue(s)
 		}
 		r.freeNode(s)

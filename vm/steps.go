@@ -218,7 +218,7 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 		n.Err = r.put(eh)
 	}
 	n.A, n.B = a, b
-	q.Push(n)
+	push(q, n)
 	return as
 }
 
@@ -239,7 +239,7 @@ func (as AsyncSteps) Parallel(onError ...ErrorFunc) AsyncSteps {
 	if len(onError) > 0 && onError[0] != nil {
 		n.Err = r.put(onError[0])
 	}
-	q.Push(n)
+	push(q, n)
 	return AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
 }
 
@@ -262,7 +262,7 @@ func (as AsyncSteps) SuccessStep(vals ...Value) AsyncSteps {
 	b := new(argBuf)
 	b.set(vals)
 	n.Fn = r.put(b)
-	q.Push(n)
+	push(q, n)
 	return as
 }
 
@@ -302,7 +302,7 @@ func (as AsyncSteps) Success(vals ...Value) {
 	if n.Flags&opcodes.FlagCanceling != 0 {
 		return
 	}
-	if n.Head != nil || n.Flags&opcodes.FlagChild != 0 {
+	if n.Head != 0 || n.Flags&opcodes.FlagChild != 0 {
 		r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
 		return
 	}
@@ -346,7 +346,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 	if code == "" {
 		code = InternalError
 	}
-	if n == l.inCall && n.Head != nil && n.Flags&opcodes.FlagInError == 0 {
+	if n == l.inCall && n.Head != 0 && n.Flags&opcodes.FlagInError == 0 {
 		// FTN12 2.1: a step that added sub-steps must not call error(). (An
 		// error handler may: its Error changes the code, FTN12 2.1.)
 		inf = "Error(" + code + ") after sub-steps were added: a step with sub-steps completes when they do"
@@ -555,18 +555,20 @@ func (as AsyncSteps) Clone() AsyncSteps {
 // copyQueue appends copies of the nodes queued on from (of root m) to q.
 func (r *root) copyQueue(q *Node, m *root, from *Node) {
 	last := from.Tail
-	for s := from.Head; s != nil; s = s.Next {
+	for k := from.Head; k != 0; {
+		s := at(k)
 		c := r.newNode(s.Op)
 		c.Fn = r.copySlot(m, s.Fn)
 		c.Err = r.copySlot(m, s.Err)
 		c.A, c.B = s.A, s.B
-		if s.Head != nil {
+		if s.Head != 0 {
 			r.copyQueue(c, m, s)
 		}
-		q.Push(c)
-		if s == last {
+		push(q, c)
+		if k == last {
 			break
 		}
+		k = s.Next
 	}
 }
 

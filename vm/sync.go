@@ -77,13 +77,13 @@ func (as AsyncSteps) addSync(outer, inner any, fn ExecFunc, onError ErrorFunc) {
 	if inner != nil {
 		s := r.newNode(opcodes.OpSync)
 		s.Fn = r.put(inner)
-		s.Push(sec)
+		push(s, sec)
 		sec = s
 	}
 	s := r.newNode(opcodes.OpSync)
 	s.Fn = r.put(outer)
-	s.Push(sec)
-	q.Push(s)
+	push(s, sec)
+	push(q, s)
 }
 
 // refusal is why a primitive did not let a flow in or queue it.

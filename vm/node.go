@@ -1,0 +1,60 @@
+package vm
+
+import (
+	"unsafe"
+
+	"github.com/stepvm/stepvm/arena"
+	"github.com/stepvm/stepvm/opcodes"
+)
+
+// Nodes name each other by opcodes.Link, not by pointer, so that linking
+// them is a plain store into arena memory (see package arena's Link). The
+// functions here convert between the two; on the Go stack and in handles a
+// node is a *Node.
+
+// at returns the node k names. k must not be 0: test for "none" first.
+func at(k opcodes.Link) *Node { return (*Node)(arena.At(arena.Link(k))) }
+
+// link returns the link naming n, which must not be nil.
+func link(n *Node) opcodes.Link { return opcodes.Link(arena.LinkOf(unsafe.Pointer(n))) }
+
+// top returns the innermost frame of the thread whose base is th.
+func top(th *Node) *Node { return at(th.Top()) }
+
+// setTop records f as the innermost frame of the thread whose base is th.
+func setTop(th, f *Node) { th.SetTop(link(f)) }
+
+// parent returns the frame enclosing n, or nil for a thread's base frame
+// of the main thread.
+func parent(n *Node) *Node {
+	if n.Parent == 0 {
+		return nil
+	}
+	return at(n.Parent)
+}
+
+// push appends s to the queue of q.
+func push(q, s *Node) {
+	k := link(s)
+	s.Next = 0
+	if q.Tail == 0 {
+		q.Head = k
+	} else {
+		at(q.Tail).Next = k
+	}
+	q.Tail = k
+}
+
+// pop removes and returns the first queued node of q, or nil.
+func pop(q *Node) *Node {
+	if q.Head == 0 {
+		return nil
+	}
+	s := at(q.Head)
+	q.Head = s.Next
+	if q.Head == 0 {
+		q.Tail = 0
+	}
+	s.Next = 0
+	return s
+}
