@@ -44,42 +44,14 @@ var Workloads = []Workload{
 	{Name: "Simple", Unit: "flow", Stepvm: simpleStepvm, Goroutines: simpleGoroutines,
 		Variants: []Variant{{"stepvm-spawn", simpleSpawn}}},
 	{Name: "Parallel", Unit: "flow", Stepvm: parallelStepvm, Goroutines: parallelGoroutines,
-		Variants: []Variant{{"stepvm-spawn", parallelSpawn},
-			{"stepvm-gc", marking(parallelStepvm)}, {"goroutines-gc", marking(parallelGoroutines)}}},
-	{Name: "ParallelWaitLoop", Unit: "iter", Stepvm: waitLoopStepvm, Goroutines: waitLoopGoroutines,
-		Variants: []Variant{{"stepvm-gc", marking(waitLoopStepvm)}, {"goroutines-gc", marking(waitLoopGoroutines)}}},
+		Variants: []Variant{{"stepvm-spawn", parallelSpawn}}},
+	{Name: "ParallelWaitLoop", Unit: "iter", Stepvm: waitLoopStepvm, Goroutines: waitLoopGoroutines},
 	{Name: "Sequence", Unit: "iter", Stepvm: sequenceStepvm, Goroutines: sequenceGoroutines,
 		Variants: []Variant{{"goroutines-pull", sequencePull}}},
 	{Name: "ErrorPath", Unit: "flow", Stepvm: errorStepvm, Goroutines: errorGoroutines,
 		Variants: []Variant{{"stepvm-spawn", errorSpawn}}},
 	{Name: "TimeoutCancel", Unit: "flow", Stepvm: timeoutStepvm, Goroutines: timeoutGoroutines,
 		Variants: []Variant{{"stepvm-spawn", timeoutSpawn}, {"goroutines-afterfunc", timeoutAfterFunc}}},
-}
-
-// marking runs bench while another goroutine keeps the garbage collector
-// collecting, one full collection after the other, as the rest of a service
-// that allocates would: the write barrier is on for most of the run, and
-// the collector scans what the flows hold (the variants named "-gc").
-func marking(bench func(*testing.B)) func(*testing.B) {
-	return func(b *testing.B) {
-		stop, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					runtime.GC()
-				}
-			}
-		}()
-		defer func() {
-			close(stop)
-			<-done
-		}()
-		bench(b)
-	}
 }
 
 // batchSize is the number of flows Parallel creates before completing them
