@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepvm/stepvm/ffi"
 	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/internal/specflow"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -61,36 +62,33 @@ func c(build func(root unsafe.Pointer)) func(vm.AsyncSteps) {
 	return func(root vm.AsyncSteps) { build(ffi.Binary(root)) }
 }
 
-func TestSpecLevels(t *testing.T) {
-	checkExample(t, example{
-		goVer: func(root vm.AsyncSteps) {
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				ctest.Say("Level 0 add #1")
-				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					ctest.Say("Level 1 add #1")
-					as.Add(say("Level 2 add #1"))
-					as.Parallel().Add(say("Level 2 parallel #2"))
-					as.Add(say("Level 2 add #3"))
-				})
-				as.Parallel().Add(say("Level 1 parallel #2"))
-				as.Add(say("Level 1 add #3"))
+// cFlows are the C versions of the specification's examples.
+var cFlows = map[string]func(root unsafe.Pointer){
+	specflow.Levels.Name:              ctest.Levels,
+	specflow.ErrorHandling.Name:       ctest.ErrorHandling,
+	specflow.StepsInErrorHandler.Name: ctest.StepsInErrorHandler,
+	specflow.Parallel.Name:            ctest.Parallel,
+	specflow.ParallelAbort.Name:       ctest.ParallelAbort,
+	specflow.Loops.Name:               ctest.Loops,
+}
+
+// TestSpecFlows runs each of the specification's examples written in Go
+// (package specflow) and written in C.
+func TestSpecFlows(t *testing.T) {
+	for _, sf := range specflow.All {
+		t.Run(sf.Name, func(t *testing.T) {
+			cVer, ok := cFlows[sf.Name]
+			if !ok {
+				t.Fatalf("%s has no C version", sf.Name)
+			}
+			checkExample(t, example{
+				goVer: func(root vm.AsyncSteps) { sf.Build(root, ctest.Say) },
+				cVer:  c(cVer),
+				want:  sf.Want,
+				err:   sf.Err,
 			})
-			root.Parallel().Add(say("Level 0 parallel #2"))
-			root.Add(say("Level 0 add #3"))
-		},
-		cVer: c(ctest.Levels),
-		want: []string{
-			"Level 0 add #1",
-			"Level 1 add #1",
-			"Level 2 add #1",
-			"Level 2 parallel #2",
-			"Level 2 add #3",
-			"Level 1 parallel #2",
-			"Level 1 add #3",
-			"Level 0 parallel #2",
-			"Level 0 add #3",
-		},
-	})
+		})
+	}
 }
 
 // A flow of Go steps with a C sub-step that adds C steps and a C parallel
@@ -112,200 +110,7 @@ func TestSpecLevelsMixed(t *testing.T) {
 	if _, err := result(t, f); err != nil {
 		t.Fatal(err)
 	}
-	expectLines(t, "mixed", takeTrace(),
-		"Level 0 add #1",
-		"Level 1 add #1",
-		"Level 2 add #1",
-		"Level 2 parallel #2",
-		"Level 2 add #3",
-		"Level 1 parallel #2",
-		"Level 1 add #3",
-		"Level 0 parallel #2",
-		"Level 0 add #3",
-	)
-}
-
-func TestSpecErrorHandling(t *testing.T) {
-	checkExample(t, example{
-		goVer: func(root vm.AsyncSteps) {
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				ctest.Say("Level 0 func")
-				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					ctest.Say("Level 1 func")
-					as.Error("myerror")
-				}, func(as vm.AsyncSteps, code string) {
-					ctest.Say("Level 1 onerror: " + code)
-					as.Error("newerror")
-				})
-			}, func(as vm.AsyncSteps, code string) {
-				ctest.Say("Level 0 onerror: " + code)
-				as.Success(vm.Str("Prm"))
-			})
-			root.Add(func(as vm.AsyncSteps, args vm.Args) {
-				ctest.Say("Level 0 func2: " + args.String(0))
-				as.Success()
-			})
-		},
-		cVer: c(ctest.ErrorHandling),
-		want: []string{
-			"Level 0 func",
-			"Level 1 func",
-			"Level 1 onerror: myerror",
-			"Level 0 onerror: newerror",
-			"Level 0 func2: Prm",
-		},
-	})
-}
-
-func TestSpecStepsInErrorHandler(t *testing.T) {
-	checkExample(t, example{
-		goVer: func(root vm.AsyncSteps) {
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				ctest.Say("Level 0 func")
-				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					ctest.Say("Level 1 func")
-					as.Error("first")
-				}, func(as vm.AsyncSteps, code string) {
-					ctest.Say("Level 1 onerror: " + code)
-					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-						ctest.Say("Level 2 func")
-						as.Error("second")
-					}, func(as vm.AsyncSteps, code string) {
-						ctest.Say("Level 2 onerror: " + code)
-					})
-				})
-			}, func(as vm.AsyncSteps, code string) {
-				ctest.Say("Level 0 onerror: " + code)
-			})
-		},
-		cVer: c(ctest.StepsInErrorHandler),
-		want: []string{
-			"Level 0 func",
-			"Level 1 func",
-			"Level 1 onerror: first",
-			"Level 2 func",
-			"Level 2 onerror: second",
-			"Level 0 onerror: second",
-		},
-		err: "second",
-	})
-}
-
-func TestSpecParallel(t *testing.T) {
-	checkExample(t, example{
-		goVer: func(root vm.AsyncSteps) {
-			branch := func(n, arg, out string) vm.ExecFunc {
-				return func(as vm.AsyncSteps, _ vm.Args) {
-					ctest.Say("Parallel Step " + n)
-					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-						ctest.Say("Parallel Step " + n + ".1")
-						v, _ := as.State().Get(arg)
-						as.State().Set(out, v.(string)+n)
-						as.Success()
-					})
-				}
-			}
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.State().Set("p1arg", "abc")
-				as.State().Set("p2arg", "xyz")
-				as.Parallel().Add(branch("1", "p1arg", "p1")).Add(branch("2", "p2arg", "p2"))
-			}).Add(func(as vm.AsyncSteps, _ vm.Args) {
-				p1, _ := as.State().Get("p1")
-				p2, _ := as.State().Get("p2")
-				ctest.Say("Parallel 1 result: " + p1.(string))
-				ctest.Say("Parallel 2 result: " + p2.(string))
-			})
-		},
-		cVer: c(ctest.Parallel),
-		want: []string{
-			"Parallel Step 1",
-			"Parallel Step 2",
-			"Parallel Step 1.1",
-			"Parallel Step 2.1",
-			"Parallel 1 result: abc1",
-			"Parallel 2 result: xyz2",
-		},
-	})
-}
-
-func TestSpecParallelAbort(t *testing.T) {
-	checkExample(t, example{
-		goVer: func(root vm.AsyncSteps) {
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.Parallel(func(as vm.AsyncSteps, code string) {
-					ctest.Say("parallel onerror: " + code)
-					as.Success()
-				}).Add(func(as vm.AsyncSteps, _ vm.Args) {
-					ctest.Say("branch 1 waits")
-					as.SetCancel(func(vm.AsyncSteps) { ctest.Say("branch 1 canceled") })
-				}).Add(func(as vm.AsyncSteps, _ vm.Args) {
-					ctest.Say("branch 2 fails")
-					as.Error("fail", "branch 2")
-				})
-				as.Add(say("after parallel"))
-			})
-		},
-		cVer: c(ctest.ParallelAbort),
-		want: []string{
-			"branch 1 waits",
-			"branch 2 fails",
-			"branch 1 canceled",
-			"parallel onerror: fail",
-			"after parallel",
-		},
-	})
-}
-
-func TestSpecLoops(t *testing.T) {
-	checkExample(t, example{
-		goVer: func(root vm.AsyncSteps) {
-			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.Repeat(3, func(as vm.AsyncSteps, i int) {
-					ctest.Say("> Repeat: " + vm.Int(int64(i)).String())
-				})
-				count := 0
-				as.Loop(func(as vm.AsyncSteps) {
-					count++
-					if count == 2 {
-						as.Continue()
-					}
-					ctest.Say("> Loop: " + vm.Int(int64(count)).String())
-					if count == 4 {
-						as.Break()
-					}
-				})
-				outer, inner := 0, 0
-				as.Loop(func(as vm.AsyncSteps) {
-					outer++
-					inner = 0
-					as.Loop(func(as vm.AsyncSteps) {
-						inner++
-						ctest.Say("> Inner: " + vm.Int(int64(outer)).String() + "." + vm.Int(int64(inner)).String())
-						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-							if inner == 2 {
-								as.Continue("OUTER")
-							}
-							if outer == 3 {
-								as.Break("OUTER")
-							}
-							as.Success()
-						})
-					})
-					as.Add(say("never printed either"))
-				}, "OUTER")
-				as.Add(say("> Done"))
-			})
-		},
-		cVer: c(ctest.Loops),
-		want: []string{
-			"> Repeat: 0", "> Repeat: 1", "> Repeat: 2",
-			"> Loop: 1", "> Loop: 3", "> Loop: 4",
-			"> Inner: 1.1", "> Inner: 1.2",
-			"> Inner: 2.1", "> Inner: 2.2",
-			"> Inner: 3.1",
-			"> Done",
-		},
-	})
+	expectLines(t, "mixed", takeTrace(), specflow.Levels.Want...)
 }
 
 // C steps leave Go loops, and C errors reach Go handlers, as Go steps do.

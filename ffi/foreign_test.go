@@ -11,6 +11,7 @@ import (
 	"github.com/stepvm/stepvm/ffi"
 	"github.com/stepvm/stepvm/ffi/internal/cengine"
 	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/internal/specflow"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -68,91 +69,21 @@ func (r foreignRun) expect(t *testing.T, result int, code string, lines ...strin
 	}
 }
 
-func TestForeignLevels(t *testing.T) {
-	run := runForeign(t, func(root vm.AsyncSteps) {
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			cengine.Say("Level 0 add #1")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				cengine.Say("Level 1 add #1")
-				as.Add(fsay("Level 2 add #1"))
-				as.Parallel().Add(fsay("Level 2 parallel #2"))
-				as.Add(fsay("Level 2 add #3"))
-			})
-			as.Parallel().Add(fsay("Level 1 parallel #2"))
-			as.Add(fsay("Level 1 add #3"))
+// TestForeignSpecFlows runs the specification's examples (package
+// specflow) as Go code on the C engine. The engine runs a parallel step's
+// branches one after the other, so the examples whose branches interleave
+// (Parallel, ParallelAbort) are left out.
+func TestForeignSpecFlows(t *testing.T) {
+	for _, sf := range []specflow.Flow{specflow.Levels, specflow.ErrorHandling, specflow.StepsInErrorHandler, specflow.Loops} {
+		t.Run(sf.Name, func(t *testing.T) {
+			run := runForeign(t, func(root vm.AsyncSteps) { sf.Build(root, cengine.Say) })
+			result := cengine.Done
+			if sf.Err != "" {
+				result = cengine.Failed
+			}
+			run.expect(t, result, sf.Err, sf.Want...)
 		})
-		root.Parallel().Add(fsay("Level 0 parallel #2"))
-		root.Add(fsay("Level 0 add #3"))
-	})
-	run.expect(t, cengine.Done, "",
-		"Level 0 add #1",
-		"Level 1 add #1",
-		"Level 2 add #1",
-		"Level 2 parallel #2",
-		"Level 2 add #3",
-		"Level 1 parallel #2",
-		"Level 1 add #3",
-		"Level 0 parallel #2",
-		"Level 0 add #3")
-}
-
-func TestForeignErrorHandling(t *testing.T) {
-	run := runForeign(t, func(root vm.AsyncSteps) {
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			cengine.Say("Level 0 func")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				cengine.Say("Level 1 func")
-				as.Error("myerror")
-				cengine.Say("Error returned")
-			}, func(as vm.AsyncSteps, code string) {
-				cengine.Say("Level 1 onerror: " + code)
-				as.Error("newerror")
-				cengine.Say("Error returned")
-			})
-		}, func(as vm.AsyncSteps, code string) {
-			cengine.Say("Level 0 onerror: " + code)
-			as.Success(vm.Str("Prm"))
-		})
-		root.Add(func(as vm.AsyncSteps, args vm.Args) {
-			cengine.Say("Level 0 func2: " + args.String(0))
-			as.Success()
-		})
-	})
-	run.expect(t, cengine.Done, "",
-		"Level 0 func",
-		"Level 1 func",
-		"Level 1 onerror: myerror",
-		"Level 0 onerror: newerror",
-		"Level 0 func2: Prm")
-}
-
-func TestForeignStepsInErrorHandler(t *testing.T) {
-	run := runForeign(t, func(root vm.AsyncSteps) {
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			cengine.Say("Level 0 func")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				cengine.Say("Level 1 func")
-				as.Error("first")
-			}, func(as vm.AsyncSteps, code string) {
-				cengine.Say("Level 1 onerror: " + code)
-				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-					cengine.Say("Level 2 func")
-					as.Error("second")
-				}, func(as vm.AsyncSteps, code string) {
-					cengine.Say("Level 2 onerror: " + code)
-				})
-			})
-		}, func(as vm.AsyncSteps, code string) {
-			cengine.Say("Level 0 onerror: " + code)
-		})
-	})
-	run.expect(t, cengine.Failed, "second",
-		"Level 0 func",
-		"Level 1 func",
-		"Level 1 onerror: first",
-		"Level 2 func",
-		"Level 2 onerror: second",
-		"Level 0 onerror: second")
+	}
 }
 
 func TestForeignLoops(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepvm/stepvm/internal/specflow"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -41,104 +42,32 @@ func specRun(t *testing.T, build func(root vm.AsyncSteps, tr *trace), want ...st
 	expectTrace(t, &tr, want...)
 }
 
-// FTN12 1.1: nine-step execution sequence.
-func TestSpecLevels(t *testing.T) {
-	specRun(t, func(root vm.AsyncSteps, tr *trace) {
-		say := func(s string) vm.ExecFunc { return func(vm.AsyncSteps, vm.Args) { tr.add(s) } }
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			tr.add("Level 0 add #1")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				tr.add("Level 1 add #1")
-				as.Add(say("Level 2 add #1"))
-				as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 2 parallel #2") })
-				as.Add(say("Level 2 add #3"))
-			})
-			as.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 1 parallel #2") })
-			as.Add(say("Level 1 add #3"))
+// TestSpecFlows runs the specification's examples (package specflow, which
+// ffi's tests run too, next to C versions) and checks each one's trace and
+// how its flow ends.
+func TestSpecFlows(t *testing.T) {
+	for _, sf := range specflow.All {
+		t.Run(sf.Name, func(t *testing.T) {
+			l, _ := newTestLoop()
+			var tr trace
+			root := l.NewSteps()
+			sf.Build(root, tr.add)
+			f := root.Promise()
+			l.RunUntilIdle()
+			expectTrace(t, &tr, sf.Want...)
+			select {
+			case <-f.Done():
+			default:
+				t.Fatal("flow did not complete")
+			}
+			_, err := f.Wait(t.Context())
+			if sf.Err == "" && err != nil {
+				t.Fatalf("flow failed: %v", err)
+			}
+			if e, ok := err.(*vm.Error); sf.Err != "" && (!ok || e.Code != sf.Err) {
+				t.Fatalf("flow error = %v, want %s", err, sf.Err)
+			}
 		})
-		root.Parallel().Add(func(vm.AsyncSteps, vm.Args) { tr.add("Level 0 parallel #2") })
-		root.Add(say("Level 0 add #3"))
-	},
-		"Level 0 add #1",
-		"Level 1 add #1",
-		"Level 2 add #1",
-		"Level 2 parallel #2",
-		"Level 2 add #3",
-		"Level 1 parallel #2",
-		"Level 1 add #3",
-		"Level 0 parallel #2",
-		"Level 0 add #3",
-	)
-}
-
-// FTN12 1.2: error handling.
-func TestSpecErrorHandling(t *testing.T) {
-	specRun(t, func(root vm.AsyncSteps, tr *trace) {
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			tr.add("Level 0 func")
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				tr.add("Level 1 func")
-				as.Error("myerror")
-			}, func(as vm.AsyncSteps, code string) {
-				tr.add("Level 1 onerror: " + code)
-				as.Error("newerror")
-			})
-		}, func(as vm.AsyncSteps, code string) {
-			tr.add("Level 0 onerror: " + code)
-			as.Success(vm.Str("Prm"))
-		})
-		root.Add(func(as vm.AsyncSteps, args vm.Args) {
-			tr.add("Level 0 func2: " + args.String(0))
-			as.Success()
-		})
-	},
-		"Level 0 func",
-		"Level 1 func",
-		"Level 1 onerror: myerror",
-		"Level 0 onerror: newerror",
-		"Level 0 func2: Prm",
-	)
-}
-
-// FTN12 1.2.1: steps in error handler.
-func TestSpecStepsInErrorHandler(t *testing.T) {
-	l, _ := newTestLoop()
-	var tr trace
-	root := l.NewSteps()
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		tr.add("Level 0 func")
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			tr.add("Level 1 func")
-			as.Error("first")
-		}, func(as vm.AsyncSteps, code string) {
-			tr.add("Level 1 onerror: " + code)
-			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				tr.add("Level 2 func")
-				as.Error("second")
-			}, func(as vm.AsyncSteps, code string) {
-				tr.add("Level 2 onerror: " + code)
-			})
-		})
-	}, func(as vm.AsyncSteps, code string) {
-		tr.add("Level 0 onerror: " + code)
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
-	expectTrace(t, &tr,
-		"Level 0 func",
-		"Level 1 func",
-		"Level 1 onerror: first",
-		"Level 2 func",
-		"Level 2 onerror: second",
-		"Level 0 onerror: second",
-	)
-	select {
-	case <-f.Done():
-	default:
-		t.Fatal("flow did not complete")
-	}
-	if _, err := f.Wait(t.Context()); err == nil || err.(*vm.Error).Code != "second" {
-		t.Fatalf("flow error = %v, want second", err)
 	}
 }
 
