@@ -16,7 +16,7 @@ func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args Args) (p any) {
 		if !returned { // recover costs a runtime call: skip it when fn returned
 			p = recover()
 		}
-		l.leave(as.n, prev)
+		l.leave(prev)
 	}()
 	fn(as, args)
 	returned = true
@@ -30,7 +30,7 @@ func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
 		if !returned {
 			p = recover()
 		}
-		l.leave(as.n, prev)
+		l.leave(prev)
 	}()
 	fn(as, code)
 	returned = true
@@ -57,7 +57,7 @@ func (l *Loop) callTeardown(fn func()) (p any) {
 	defer func() {
 		p = recover()
 		l.teardown--
-		l.leave(nil, prev)
+		l.leave(prev)
 	}()
 	fn()
 	return nil
@@ -71,7 +71,7 @@ func (l *Loop) callFunc(fn func()) {
 	func() {
 		defer func() {
 			p = recover()
-			l.leave(nil, prev)
+			l.leave(prev)
 		}()
 		fn()
 	}()
@@ -95,7 +95,7 @@ func (l *Loop) enter(n *Node) *Node {
 	return prev
 }
 
-func (l *Loop) leave(_ *Node, prev *Node) {
+func (l *Loop) leave(prev *Node) {
 	l.inCall = prev
 	l.depth--
 }

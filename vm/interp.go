@@ -76,16 +76,29 @@ func (l *Loop) classify(r *root, p any) (outcome, string) {
 // run queue is empty and the budget lasts, the steps the thread schedules
 // for itself.
 func (l *Loop) runThread(t *task) {
-	r, th := t.r, t.th
-	t.r, t.th = nil, nil // the queue must not keep a dropped root alive
+	r, th := t.r, at(t.th)
+	t.r = nil // the queue must not keep a dropped root alive
 	// The epoch check comes first: only then is th known to point into
 	// memory this run of r still owns.
-	if r.runEpoch != t.epoch || th.Seq != t.seq || th.B != t.tok {
-		t.args.clear()
+	stale := r.runEpoch != t.epoch || th.Seq != t.seq || th.B != t.tok
+	// The values move out of the task, which must keep nothing alive.
+	switch t.n {
+	case 0:
+	case 1:
+		if !stale {
+			l.argsCur.v[0], l.argsCur.n = t.v, 1
+		}
+		t.v, t.n = Value{}, 0
+	default:
+		dst := l.argsCur
+		if stale {
+			dst = nil
+		}
+		l.unspillArgs(t, dst)
+	}
+	if stale {
 		return // the flow ended, the branch was freed, or it moved on
 	}
-	l.argsCur.copyFrom(&t.args)
-	t.args.clear()
 	prevR, prevTh := l.cur, l.curTh
 	l.cur, l.curTh = r, th
 	for budget := inlineBudget; ; budget-- {
@@ -123,12 +136,15 @@ func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 
 func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
 	t := l.runq.slot() // reused entry: set every field
-	t.r, t.th, t.tok, t.epoch, t.seq = r, th, th.B, r.runEpoch, th.Seq
-	t.slot, t.gen = 0, 0
-	if args != nil {
-		t.args.copyFrom(args)
-	} else {
-		t.args.n = 0
+	t.r, t.tok, t.th, t.epoch, t.seq = r, th.B, link(th), r.runEpoch, th.Seq
+	t.slot = 0
+	switch {
+	case args == nil || args.n == 0:
+		t.n = 0
+	case args.n == 1:
+		t.n, t.v = 1, args.v[0]
+	default:
+		l.spillArgs(t, args)
 	}
 }
 
@@ -533,7 +549,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 	prev := l.enter(nil)
 	defer func() {
 		p = recover()
-		l.leave(nil, prev)
+		l.leave(prev)
 	}()
 	epoch := r.runEpoch
 	rep, _ := r.slots[L.Fn].(func(AsyncSteps, int))

@@ -70,8 +70,12 @@ type Loop struct {
 	argsCur  *argBuf // values passed to the step being called
 	argsNxt  *argBuf // values for the inline continuation
 	argBufs  [2]argBuf
-	scratch  argBuf
-	pend     pending // what the in-flight unwinding panic carries
+	// spill holds the values of queued thread tasks that pass more than
+	// one (see putArgs); spillFree lists its unused entries.
+	spill     []argBuf
+	spillFree []uint32
+	scratch   argBuf
+	pend      pending // what the in-flight unwinding panic carries
 }
 
 // Node is the encoded step record the interpreter works on.

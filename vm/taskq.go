@@ -1,16 +1,21 @@
 package vm
 
+import "github.com/stepvm/stepvm/opcodes"
+
 // task is one entry of the run queue: an Immediate callback (slot != 0) or
-// the next step of a flow's thread, with the values it receives.
+// the next step of a flow's thread, with the values it receives. It is one
+// cache line: the values a step passes on are most often none or one, which
+// the task holds; more go to a spill entry of the loop (see spillArgs).
 type task struct {
 	r     *root
-	th    *Node  // thread base
-	tok   uint64 // th.B when queued; a mismatch means the thread moved on
-	epoch uint32 // r.runEpoch when queued
-	seq   uint32 // th.Seq when queued: the base may be freed and its memory reused
-	slot  uint32 // Immediate callback slot
-	gen   uint32
-	args  argBuf
+	tok   uint64       // th's wake token (its B) when queued: a mismatch means the thread moved on
+	th    opcodes.Link // thread base
+	epoch uint32       // r.runEpoch when queued
+	seq   uint32       // th.Seq when queued: the base may be freed and its memory reused
+	slot  uint32       // Immediate callback slot
+	gen   uint32       // Immediate: the callback's generation; thread, n > 1: the spill entry
+	n     uint8        // values passed: in v when 1, in spill entry gen when more
+	v     Value
 }
 
 // taskQueue is a growable FIFO ring of tasks. Popped entries are handed out
@@ -56,4 +61,31 @@ func (q *taskQueue) grow() {
 		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
 	}
 	q.buf, q.head = buf, 0
+}
+
+// spillArgs stores args, more than one value, for the thread task t in a
+// spill entry (pushFlow stores one value or none in the task itself).
+func (l *Loop) spillArgs(t *task, args *argBuf) {
+	var i uint32
+	if k := len(l.spillFree); k > 0 {
+		i = l.spillFree[k-1]
+		l.spillFree = l.spillFree[:k-1]
+	} else {
+		l.spill = append(l.spill, argBuf{})
+		i = uint32(len(l.spill) - 1)
+	}
+	l.spill[i].copyFrom(args)
+	t.n, t.gen = args.n, i
+}
+
+// unspillArgs moves the values of the thread task t from its spill entry to
+// dst (nil: drops them).
+func (l *Loop) unspillArgs(t *task, dst *argBuf) {
+	e := &l.spill[t.gen]
+	if dst != nil {
+		dst.copyFrom(e)
+	}
+	e.clear()
+	l.spillFree = append(l.spillFree, t.gen)
+	t.n = 0
 }

@@ -1,0 +1,72 @@
+package vm
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// A run-queue entry is one cache line.
+func TestTaskIsOneLine(t *testing.T) {
+	if s := unsafe.Sizeof(task{}); s != 64 {
+		t.Fatalf("task is %d bytes, want 64", s)
+	}
+}
+
+// Values queued with a thread reach its next step whether they fit in the
+// task (none, one) or spill (more), and a task dropped as stale gives its
+// spill entry back and keeps no value alive.
+func TestTaskValues(t *testing.T) {
+	l := NewLoop()
+	defer l.Close()
+	sets := [][]Value{nil, {Int(1)}, {Int(1), Str("two")}, {Int(1), Str("two"), Bool(true), Float(4)}}
+	for _, vals := range sets {
+		var got []Value
+		var waiting AsyncSteps
+		root := l.NewSteps()
+		root.Add(func(as AsyncSteps, _ Args) {
+			as.WaitExternal()
+			waiting = as
+		}).Add(func(_ AsyncSteps, args Args) {
+			for i := range args.Len() {
+				got = append(got, args.Get(i))
+			}
+		})
+		root.Execute()
+		l.RunUntilIdle()
+		waiting.Success(vals...) // queued: the loop is not running this flow
+		l.RunUntilIdle()
+		if len(got) != len(vals) {
+			t.Fatalf("%d values sent, %d received: %v", len(vals), len(got), got)
+		}
+		for i := range vals {
+			if got[i] != vals[i] {
+				t.Errorf("value %d: got %v, want %v", i, got[i], vals[i])
+			}
+		}
+
+		// The same again, canceled before the values are delivered.
+		root.Add(func(as AsyncSteps, _ Args) {
+			as.WaitExternal()
+			waiting = as
+		}).Add(func(AsyncSteps, Args) { t.Error("a canceled flow ran its next step") })
+		root.Execute()
+		l.RunUntilIdle()
+		waiting.Success(vals...)
+		root.Cancel()
+		l.RunUntilIdle()
+		root.Release()
+	}
+	if len(l.spill) == 0 || len(l.spillFree) != len(l.spill) {
+		t.Fatalf("%d spill entries, %d free: want some, all free", len(l.spill), len(l.spillFree))
+	}
+	for i := range l.spill {
+		if l.spill[i].n != 0 || l.spill[i].v != [MaxArgs]Value{} {
+			t.Fatalf("spill entry %d keeps values: %+v", i, l.spill[i])
+		}
+	}
+	for i := range l.runq.buf {
+		if e := &l.runq.buf[i]; e.r != nil || e.n != 0 || e.v != (Value{}) {
+			t.Fatalf("run queue entry %d keeps a root or values: %+v", i, *e)
+		}
+	}
+}
