@@ -195,14 +195,7 @@ type callback struct {
 }
 
 func (l *Loop) newCallback(kind uint8) (uint32, *callback) {
-	var slot uint32
-	if k := len(l.cbFree); k > 0 {
-		slot = l.cbFree[k-1]
-		l.cbFree = l.cbFree[:k-1]
-	} else {
-		l.cbs = append(l.cbs, callback{})
-		slot = uint32(len(l.cbs) - 1)
-	}
+	slot := takeEntry(&l.cbs, &l.cbFree)
 	cb := &l.cbs[slot]
 	cb.kind = kind
 	return slot, cb
@@ -213,6 +206,19 @@ func (l *Loop) freeCallback(slot uint32) {
 	gen := cb.gen + 1
 	*cb = callback{gen: gen}
 	l.cbFree = append(l.cbFree, slot)
+}
+
+// takeEntry returns the index of an unused entry of a table whose unused
+// entries are listed in free: the last listed, or a new zero entry.
+func takeEntry[T any](table *[]T, free *[]uint32) uint32 {
+	if k := len(*free); k > 0 {
+		i := (*free)[k-1]
+		*free = (*free)[:k-1]
+		return i
+	}
+	var zero T
+	*table = append(*table, zero)
+	return uint32(len(*table) - 1)
 }
 
 // Immediate queues fn to run in the loop's next pass, after the work

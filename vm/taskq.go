@@ -66,14 +66,7 @@ func (q *taskQueue) grow() {
 // spillArgs stores args, more than one value, for the thread task t in a
 // spill entry (pushFlow stores one value or none in the task itself).
 func (l *Loop) spillArgs(t *task, args *argBuf) {
-	var i uint32
-	if k := len(l.spillFree); k > 0 {
-		i = l.spillFree[k-1]
-		l.spillFree = l.spillFree[:k-1]
-	} else {
-		l.spill = append(l.spill, argBuf{})
-		i = uint32(len(l.spill) - 1)
-	}
+	i := takeEntry(&l.spill, &l.spillFree)
 	l.spill[i].copyFrom(args)
 	t.n, t.gen = args.n, i
 }
