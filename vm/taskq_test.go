@@ -5,10 +5,15 @@ import (
 	"unsafe"
 )
 
-// A run-queue entry is one cache line.
-func TestTaskIsOneLine(t *testing.T) {
+// The records a waiting flow is made of keep their sizes: a run-queue
+// entry is one cache line, a root fits the 240-byte size class (README,
+// Memory).
+func TestRecordSizes(t *testing.T) {
 	if s := unsafe.Sizeof(task{}); s != 64 {
-		t.Fatalf("task is %d bytes, want 64", s)
+		t.Errorf("task is %d bytes, want 64", s)
+	}
+	if s := unsafe.Sizeof(root{}); s > 240 {
+		t.Errorf("root is %d bytes, want at most 240", s)
 	}
 }
 
