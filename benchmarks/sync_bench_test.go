@@ -82,11 +82,18 @@ func mutexStepvm(b *testing.B) {
 // tokens is the semaphore.
 func mutexChan(b *testing.B) {
 	sem := make(chan struct{}, syncMax)
+	goroutinesInside(b, func() { sem <- struct{}{} }, func() { <-sem })
+}
+
+// goroutinesInside starts a goroutine per flow, in batches, that enters
+// with lock, yields once inside, and leaves with unlock; it checks that
+// every flow entered and that at most syncMax were ever inside at once.
+func goroutinesInside(b *testing.B, lock, unlock func()) {
 	var inside, most, entered atomic.Int64
 	var wg sync.WaitGroup
 	flow := func() {
 		defer wg.Done()
-		sem <- struct{}{}
+		lock()
 		n := inside.Add(1)
 		if n > most.Load() {
 			most.Store(n) // racy maximum, but never above the true one
@@ -94,7 +101,7 @@ func mutexChan(b *testing.B) {
 		runtime.Gosched()
 		inside.Add(-1)
 		entered.Add(1)
-		<-sem
+		unlock()
 	}
 	batch := func(k int) {
 		wg.Add(k)
@@ -141,35 +148,7 @@ func (c *countingMutex) unlock() {
 func mutexCond(b *testing.B) {
 	c := &countingMutex{max: syncMax}
 	c.cond.L = &c.mu
-	var inside, most, entered atomic.Int64
-	var wg sync.WaitGroup
-	flow := func() {
-		defer wg.Done()
-		c.lock()
-		n := inside.Add(1)
-		if n > most.Load() {
-			most.Store(n)
-		}
-		runtime.Gosched()
-		inside.Add(-1)
-		entered.Add(1)
-		c.unlock()
-	}
-	batch := func(k int) {
-		wg.Add(k)
-		for range k {
-			go flow()
-		}
-		wg.Wait()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	syncBatches(b.N, batch)
-	b.StopTimer()
-	reportPer(b, "entry")
-	if entered.Load() != int64(b.N) || most.Load() > syncMax {
-		b.Fatalf("%d entries (want %d), at most %d inside", entered.Load(), b.N, most.Load())
-	}
+	goroutinesInside(b, c.lock, c.unlock)
 }
 
 // throttleStepvm spawns the flows of a batch, each syncing on a Throttle

@@ -627,22 +627,7 @@ func TestSemCancelFromCancelHandlerDuringUnwind(t *testing.T) {
 						}
 					}, func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
 				}
-				switch how {
-				case "timeout", "error":
-					root.Add(func(as vm.AsyncSteps, a vm.Args) {
-						if how == "timeout" {
-							as.SetTimeout(time.Millisecond)
-						}
-						nested(as, a)
-					}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-				case "parallel abort":
-					p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-					p.Add(nested)
-					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Abort") })
-					})
-				}
-				root.Add(log.step("next never"))
+				addUnwound(root, how, nested, &log)
 				f := root.Promise()
 				l.RunUntilIdle()
 				clk.Advance(time.Millisecond)

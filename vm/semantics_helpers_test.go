@@ -217,3 +217,28 @@ func semTimeoutStopped(t *testing.T, completeIn time.Duration, complete func(as 
 	semPending(t, r.f)
 	r.root.Cancel()
 }
+
+// addUnwound adds to root a step that runs nested, whose frames are then
+// unwound as how says: "timeout" (the step times out after a millisecond),
+// "parallel abort" (nested runs as a branch whose sibling fails), or by
+// nested itself ("error", "cancel"). The step's error handler logs "outer
+// handler <code>", and a next step logs "next never".
+func addUnwound(root vm.AsyncSteps, how string, nested vm.ExecFunc, log *semLog) {
+	outer := func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) }
+	switch how {
+	case "parallel abort":
+		p := root.Parallel(outer)
+		p.Add(nested)
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Abort") })
+		})
+	case "timeout":
+		root.Add(func(as vm.AsyncSteps, a vm.Args) {
+			as.SetTimeout(time.Millisecond)
+			nested(as, a)
+		}, outer)
+	default:
+		root.Add(nested, outer)
+	}
+	root.Add(log.step("next never"))
+}

@@ -396,8 +396,6 @@ func TestSemMisuseInCancelHandler(t *testing.T) {
 	for _, call := range []string{"Execute", "Add", "Promise"} {
 		for _, how := range []string{"cancel", "timeout", "parallel abort"} {
 			t.Run(call+"/"+how, func(t *testing.T) {
-				if how == "cancel" {
-				}
 				l, clk := semLoop()
 				root := l.NewSteps()
 				var log semLog
@@ -420,22 +418,7 @@ func TestSemMisuseInCancelHandler(t *testing.T) {
 						})
 					}, func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
 				}
-				switch how {
-				case "cancel":
-					root.Add(nested, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-				case "timeout":
-					root.Add(func(as vm.AsyncSteps, a vm.Args) {
-						as.SetTimeout(time.Millisecond)
-						nested(as, a)
-					}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-				case "parallel abort":
-					p := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
-					p.Add(nested)
-					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Abort") })
-					})
-				}
-				root.Add(log.step("next never"))
+				addUnwound(root, how, nested, &log)
 				f := root.Promise()
 				l.RunUntilIdle()
 				switch how {

@@ -20,30 +20,22 @@ const syncBatch = 256
 // most of them still run undisturbed, and the minima compare the code
 // rather than the load.
 func BenchmarkSyncStep(b *testing.B) {
-	b.Run("Add", func(b *testing.B) {
-		run, ran := stepBatches(false)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for left := b.N; left > 0; left -= syncBatch {
-			run(min(left, syncBatch))
+	steps := func(sync bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			run, ran := stepBatches(sync)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for left := b.N; left > 0; left -= syncBatch {
+				run(min(left, syncBatch))
+			}
+			b.StopTimer()
+			if *ran != b.N {
+				b.Fatalf("%d steps ran, want %d", *ran, b.N)
+			}
 		}
-		b.StopTimer()
-		if *ran != b.N {
-			b.Fatalf("%d steps ran, want %d", *ran, b.N)
-		}
-	})
-	b.Run("Sync", func(b *testing.B) {
-		run, ran := stepBatches(true)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for left := b.N; left > 0; left -= syncBatch {
-			run(min(left, syncBatch))
-		}
-		b.StopTimer()
-		if *ran != b.N {
-			b.Fatalf("%d steps ran, want %d", *ran, b.N)
-		}
-	})
+	}
+	b.Run("Add", steps(false))
+	b.Run("Sync", steps(true))
 	b.Run("Ratio", func(b *testing.B) {
 		runAdd, ranAdd := stepBatches(false)
 		runSync, ranSync := stepBatches(true)
