@@ -69,8 +69,8 @@ func At(k Link) unsafe.Pointer {
 	return unsafe.Add(region.base, uintptr(k)<<linkShift)
 }
 
-// InRegion reports whether p points into the committed part of the region.
-func InRegion(p unsafe.Pointer) bool {
+// inRegion reports whether p points into the committed part of the region.
+func inRegion(p unsafe.Pointer) bool {
 	src.mu.Lock()
 	defer src.mu.Unlock()
 	return uintptr(p)-uintptr(region.base) < region.used

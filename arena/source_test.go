@@ -242,7 +242,7 @@ func TestLinks(t *testing.T) {
 		blocks = append(blocks, a.Alloc(size), a.Alloc(min(size, SmallSize)))
 	}
 	for _, p := range blocks {
-		if !InRegion(p) {
+		if !inRegion(p) {
 			t.Fatalf("block %p is outside the region", p)
 		}
 		k := LinkOf(p)
