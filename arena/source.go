@@ -69,13 +69,6 @@ func At(k Link) unsafe.Pointer {
 	return unsafe.Add(region.base, uintptr(k)<<linkShift)
 }
 
-// inRegion reports whether p points into the committed part of the region.
-func inRegion(p unsafe.Pointer) bool {
-	src.mu.Lock()
-	defer src.mu.Unlock()
-	return uintptr(p)-uintptr(region.base) < region.used
-}
-
 // The source is the process-wide supply of chunks: power-of-two blocks of at
 // least firstChunk bytes, carved from slabs or mapped on their own. Chunks
 // that come back go into per-size pools; they are never unmapped, split or

@@ -230,6 +230,13 @@ func TestAddrHeap(t *testing.T) {
 	}
 }
 
+// inRegion reports whether p points into the committed part of the region.
+func inRegion(p unsafe.Pointer) bool {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return uintptr(p)-uintptr(region.base) < region.used
+}
+
 // TestLinks checks that every block an arena hands out below the large
 // size, and its fixed block, is named by a Link that resolves back to it,
 // and that no block is named by the zero Link.
