@@ -16,9 +16,9 @@ const slabSize = 1 << 20
 
 // The region is one reservation of address space that every slab is
 // committed from, so that any block of a bump chunk (every block of up to
-// maxClass bytes, and every fixed block) is named by a 32-bit [Ref]: its
+// maxClass bytes, and every fixed block) is named by a 32-bit [Link]: its
 // distance from the region's base in 16-byte units. The VM links its nodes
-// with Refs instead of pointers: a store of a Ref into arena memory is a
+// with Links instead of pointers: a store of a Link into arena memory is a
 // plain store, where a store of a pointer would pass through the garbage
 // collector's write barrier whenever a collection is marking.
 //
