@@ -61,6 +61,34 @@ func TestZeroAllocSubStepsWithValues(t *testing.T) {
 	})
 }
 
+// Values that reach waiting steps from outside travel in the run queue:
+// one in the queue entry itself, more in the loop's spill table.
+func TestZeroAllocExternalValues(t *testing.T) {
+	l := vm.NewLoop()
+	waiting := make([]vm.AsyncSteps, 0, 2)
+	wait := func(as vm.AsyncSteps, _ vm.Args) {
+		as.WaitExternal()
+		waiting = append(waiting, as)
+	}
+	use := func(_ vm.AsyncSteps, a vm.Args) { sink += a.Int(0) + int64(a.Len()) }
+	flow := func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(wait)
+		as.Add(use)
+	}
+	assertNoAllocs(t, "external Success with one value and with three", 10, func() {
+		waiting = waiting[:0]
+		l.Spawn(flow)
+		l.Spawn(flow)
+		l.RunUntilIdle()
+		waiting[0].Success(vm.Int(1))
+		waiting[1].Success(vm.Int(1), vm.Str("two"), vm.Bool(true))
+		l.RunUntilIdle()
+	})
+	if s := l.Stats(); s.ArenaInUse != 0 || s.RunningRoots != 0 {
+		t.Fatalf("stats after the runs: %+v", s)
+	}
+}
+
 func TestZeroAllocRepeat(t *testing.T) {
 	l := vm.NewLoop()
 	body := func(as vm.AsyncSteps, i int) { sink += int64(i) }
