@@ -24,8 +24,8 @@ func top(th *Node) *Node { return at(th.Top()) }
 // setTop records f as the innermost frame of the thread whose base is th.
 func setTop(th, f *Node) { th.SetTop(link(f)) }
 
-// parent returns the frame enclosing n, or nil for a thread's base frame
-// of the main thread.
+// parent returns the frame enclosing n: for a branch's base, the parallel
+// step; for the root frame (the main thread's base), nil.
 func parent(n *Node) *Node {
 	if n.Parent == 0 {
 		return nil

@@ -18,9 +18,9 @@ type task struct {
 	v     Value
 }
 
-// taskQueue is a growable FIFO ring of tasks. Popped entries are handed out
-// by pointer so the (large) task is not copied; the caller clears it after
-// use.
+// taskQueue is a growable FIFO ring of tasks. Entries are handed out by
+// pointer, to be filled or read in place; the caller clears what a popped
+// entry references.
 type taskQueue struct {
 	buf  []task
 	head int
