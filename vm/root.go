@@ -147,11 +147,9 @@ func (l *Loop) release(r *root) {
 	}
 	if r.state != nil {
 		r.state.reset()
-	}
-	r.spawned = false
-	if r.state != nil {
 		r.state.future = nil
 	}
+	r.spawned = false
 	r.a.SetMark(markReleased)
 	l.roots--
 	if len(l.pool) < l.poolMax {
@@ -193,6 +191,9 @@ func (r *root) resetRun() {
 // put stores v in a free slot and returns its number.
 func (r *root) put(v any) uint32 {
 	r.liveSlots++
+	// takeEntry's logic, written out: this is every Add's path, and
+	// appending v itself saves the generic version's zero entry and
+	// second store (8 instructions per step by callgrind).
 	if k := len(r.freeSlots); k > 0 {
 		i := r.freeSlots[k-1]
 		r.freeSlots = r.freeSlots[:k-1]
