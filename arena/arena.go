@@ -154,11 +154,11 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 // classes whose free-list heads an Arena holds inline.
 const SmallSize = inlineHeads * align
 
-// Reuse is the fast path of Alloc (Alloc starts with it) for a block of at most SmallSize bytes,
-// small enough for the compiler to inline: it returns a zeroed block from
-// the free list of size's class, or nil if that list is empty, and the
-// caller then calls Alloc. With a constant size the class and the clearing
-// fold to constants.
+// Reuse is the fast path of Alloc (which starts with it) for a block of at
+// most SmallSize bytes, small enough for the compiler to inline: it returns
+// a zeroed block from the free list of size's class, or nil if that list is
+// empty, and the caller then calls Alloc. With a constant size the class
+// and the clearing fold to constants.
 func (a *Arena) Reuse(size uintptr) unsafe.Pointer {
 	c := (size - 1) / align
 	k := a.small[c&(inlineHeads-1)]

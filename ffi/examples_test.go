@@ -19,7 +19,6 @@ import (
 
 // example is one FTN12 example in both languages.
 type example struct {
-	name  string
 	goVer func(root vm.AsyncSteps)
 	cVer  func(root vm.AsyncSteps)
 	drive func(l *vm.Loop, clk *vm.ManualClock) // default: RunUntilIdle

@@ -693,17 +693,16 @@ func (l *Loop) recordStack(r *root, th *Node) {
 	r.st().stack = s
 }
 
-// funcPC returns the entry PC of a func value (or of a func in an any).
+// funcPC returns the entry PC of a func value (or of a func in an any):
+// the first word of the closure the interface's data word points to.
 func funcPC[F any](fn F) uintptr {
-	if a, ok := any(fn).(any); ok {
-		type eface struct{ typ, data unsafe.Pointer }
-		data := (*eface)(unsafe.Pointer(&a)).data
-		if data == nil {
-			return 0
-		}
-		return **(**uintptr)(unsafe.Pointer(&data))
+	a := any(fn) // of an any, the interface itself
+	type eface struct{ typ, data unsafe.Pointer }
+	data := (*eface)(unsafe.Pointer(&a)).data
+	if data == nil {
+		return 0
 	}
-	return 0
+	return **(**uintptr)(unsafe.Pointer(&data))
 }
 
 // destroyStack runs the destroy callbacks of frame n's Stack allocations,

@@ -71,10 +71,9 @@ type Loop struct {
 	argsNxt  *argBuf // values for the inline continuation
 	argBufs  [2]argBuf
 	// spill holds the values of queued thread tasks that pass more than
-	// one (see putArgs); spillFree lists its unused entries.
+	// one (see spillArgs); spillFree lists its unused entries.
 	spill     []argBuf
 	spillFree []uint32
-	scratch   argBuf
 	pend      pending // what the in-flight unwinding panic carries
 }
 
