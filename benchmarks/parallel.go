@@ -48,10 +48,10 @@ func (p *parallelFlows) complete() int {
 	return n
 }
 
-// time runs an untimed batch that grows the loop's queues and pool, then
+// timeBatches runs an untimed batch that grows the queues and pools, then
 // times b.N flows run in batches of at most batchSize by batch, and checks
-// that every flow subtracted its value.
-func (p *parallelFlows) time(b *testing.B, batch func(k int)) {
+// that the counter every flow subtracted its value from is back to zero.
+func timeBatches(b *testing.B, batch func(k int), counter func() int64) {
 	batch(batchSize)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -60,9 +60,14 @@ func (p *parallelFlows) time(b *testing.B, batch func(k int)) {
 	}
 	b.StopTimer()
 	reportPer(b, "flow")
-	if p.counter != 0 {
-		b.Fatalf("counter = %d, want 0", p.counter)
+	if c := counter(); c != 0 {
+		b.Fatalf("counter = %d, want 0", c)
 	}
+}
+
+// time is timeBatches on the stepvm side's counter.
+func (p *parallelFlows) time(b *testing.B, batch func(k int)) {
+	timeBatches(b, batch, func() int64 { return p.counter })
 }
 
 func parallelStepvm(b *testing.B) {
@@ -138,15 +143,5 @@ func parallelGoroutines(b *testing.B) {
 		clear(chans)
 		chans = chans[:0]
 	}
-	batch(batchSize)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += batchSize {
-		batch(min(batchSize, b.N-done))
-	}
-	b.StopTimer()
-	reportPer(b, "flow")
-	if c := counter.Load(); c != 0 {
-		b.Fatalf("counter = %d, want 0", c)
-	}
+	timeBatches(b, batch, counter.Load)
 }
