@@ -1,6 +1,6 @@
 // Package wheel is a hierarchical timer wheel for a single-goroutine event
-// loop. It schedules step timeouts and deferred callbacks with O(1) Add and
-// Stop and without allocating per timer.
+// loop. It schedules step timeouts and deferred callbacks with O(1) Stop and
+// amortized O(1) Add, without allocating per timer.
 //
 // The wheel never reads a clock. Times are int64 nanoseconds on whatever
 // monotonic clock the caller uses, and the wheel moves only when [Wheel.Pop]
@@ -39,6 +39,16 @@
 // re-examined whenever the top level turns over, so there is no limit on how
 // far ahead a deadline may be. A timer therefore moves at most four times,
 // plus once per turn of the top level that it spends in the overflow.
+//
+// # Staging
+//
+// Add does not file a timer into its list at once: it stages it, and
+// staged timers are filed, in the order added, when the earliest of them
+// may be due (Pop) or when maxStaged have piled up. An event loop's step
+// timeouts are mostly stopped soon after they are set; a staged timer is
+// stopped without touching a list (or rounding its deadline), which halves
+// the cost of a timer that never fires. Filing computes the due tick Add
+// would have: the wheel files before it moves past any staged deadline.
 //
 // Timers live in a slab of pointer-free nodes linked by uint32 indices and
 // recycled through a free list. The slab grows only when every node is in

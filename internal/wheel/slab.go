@@ -7,13 +7,17 @@ const nilIndex = 0
 // freeList is node.list for a node on the free list.
 const freeList = ^uint16(0)
 
+// stagedList marks a node whose timer is staged: added, not yet filed into
+// a list (see Wheel.Add).
+const stagedList = freeList - 1
+
 // node is one timer. It holds no pointers, so a slab of them costs the
 // garbage collector nothing to keep.
 type node struct {
 	next, prev uint32 // list neighbours, nilIndex at the ends; next also links the free list
 	gen        uint32 // advanced on every release, so handles to earlier uses go stale
-	list       uint16 // the list holding the node, or freeList
-	due        uint64 // due tick; fixed at Add
+	list       uint16 // the list holding the node, stagedList or freeList
+	due        uint64 // due tick, fixed when filed; while staged, the deadline
 	data       uint64
 }
 

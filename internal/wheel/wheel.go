@@ -37,7 +37,25 @@ type Wheel struct {
 
 	nodes []node // nodes[nilIndex] is never used
 	free  uint32 // free list of nodes, linked by next
+
+	// staged lists, in the order added, the timers not yet filed into a
+	// list (see file); entries of timers stopped since stay until the next
+	// filing, or go when no staged timer is left. liveStaged counts the
+	// timers still pending among them, and stagedMin is never after the
+	// earliest deadline of those.
+	staged     []stagedTimer
+	liveStaged int
+	stagedMin  int64
 }
+
+// stagedTimer names a staged timer: its node and the node's generation at
+// Add, which tells a stopped timer's entry from one of a later timer on the
+// same node.
+type stagedTimer struct{ idx, gen uint32 }
+
+// maxStaged is the number of staged entries that makes Add file them: a
+// timer stopped before that many more are added never reaches a list.
+const maxStaged = 256
 
 // New returns an empty wheel whose tick 0 begins at start, the caller's clock
 // reading in nanoseconds. tick is the resolution to which deadlines are
@@ -56,16 +74,45 @@ func New(start int64, tick time.Duration) *Wheel {
 // Add schedules a timer carrying data that Pop returns once time deadline has
 // been reached, rounded up to a tick boundary. A deadline the wheel has
 // already passed makes the timer due at once, after those already due. Add
-// takes constant time and allocates only when more timers are pending than
-// ever before.
+// takes amortized constant time (it files maxStaged timers at once) and
+// allocates only when more timers are pending than ever before.
+//
+// The timer is staged, not filed into its list: most timers of an event
+// loop (step timeouts) are stopped soon after they are set, and a staged
+// one is stopped without touching a list, or even rounding its deadline.
+// Staged timers are filed, in the order added, when one of them may be
+// due (Pop), or when maxStaged entries have piled up.
 func (w *Wheel) Add(deadline int64, data uint64) Timer {
-	due := max(w.ceilTick(deadline), w.cur)
+	if len(w.staged) == maxStaged {
+		w.file()
+	}
 	i := w.alloc()
 	n := &w.nodes[i]
-	n.due, n.data = due, data
-	w.push(w.listFor(due), i)
+	n.due, n.data, n.list = uint64(deadline), data, stagedList // due holds the deadline until filed
+	if w.liveStaged == 0 || deadline < w.stagedMin {
+		w.stagedMin = deadline
+	}
+	w.staged = append(w.staged, stagedTimer{i, n.gen})
+	w.liveStaged++
 	w.n++
 	return Timer{idx: i, gen: n.gen}
+}
+
+// file moves the staged timers into their lists, in the order they were
+// added, so that ties keep that order. Their due ticks are computed now:
+// no tick has passed since any of them could have been due (Pop files
+// first), so the result is what Add would have computed.
+func (w *Wheel) file() {
+	for _, s := range w.staged {
+		n := &w.nodes[s.idx]
+		if n.gen != s.gen || n.list != stagedList {
+			continue // stopped
+		}
+		n.due = max(w.ceilTick(int64(n.due)), w.cur)
+		w.push(w.listFor(n.due), s.idx)
+	}
+	w.staged = w.staged[:0]
+	w.liveStaged = 0
 }
 
 // Stop cancels t in constant time and reports whether it was pending, which
@@ -76,7 +123,14 @@ func (w *Wheel) Stop(t Timer) bool {
 	if !w.Active(t) {
 		return false
 	}
-	w.unlink(t.idx)
+	if w.nodes[t.idx].list == stagedList {
+		w.liveStaged--
+		if w.liveStaged == 0 {
+			w.staged = w.staged[:0] // every entry is stale
+		}
+	} else {
+		w.unlink(t.idx)
+	}
 	w.release(t.idx)
 	w.n--
 	return true
@@ -110,6 +164,9 @@ func (w *Wheel) Pop(now int64) (data uint64, ok bool) {
 	end, reached := w.floorTick(now)
 	if !reached {
 		return 0, false
+	}
+	if w.liveStaged > 0 && w.stagedMin <= now {
+		w.file() // one may be due: a due timer's deadline is not after now
 	}
 	for {
 		if i := w.head[w.cur%level0Slots]; i != nilIndex {
@@ -150,14 +207,30 @@ func (w *Wheel) Pop(now int64) (data uint64, ok bool) {
 // has been stopped from its slot; otherwise it may be earlier, but never
 // before the slot's span. Because timers become due only on tick boundaries,
 // at may follow a deadline that is not on one by less than a tick.
-// NextDeadline takes constant time and does not change the wheel.
+// NextDeadline does not change the wheel; it takes constant time, a scan
+// of the staged timers (at most maxStaged) included.
 func (w *Wheel) NextDeadline() (at int64, ok bool) {
 	k, l, ok := w.next()
+	if ok && l >= level0Slots {
+		k = w.low[l-level0Slots]
+	}
+	if w.liveStaged > 0 {
+		// The earliest staged deadline, exactly: stagedMin may be a
+		// stopped timer's. (At most maxStaged entries.)
+		var first int64
+		found := false
+		for _, s := range w.staged {
+			n := &w.nodes[s.idx]
+			if n.gen == s.gen && n.list == stagedList && (!found || int64(n.due) < first) {
+				first, found = int64(n.due), true
+			}
+		}
+		if due := max(w.ceilTick(first), w.cur); !ok || due < k {
+			k, ok = due, true
+		}
+	}
 	if !ok {
 		return 0, false
-	}
-	if l >= level0Slots {
-		k = w.low[l-level0Slots]
 	}
 	return w.timeOf(k), true
 }

@@ -263,3 +263,86 @@ func equal(a, b []uint64) bool {
 	}
 	return true
 }
+
+// listsEmpty reports whether no timer is filed in any list.
+func listsEmpty(w *Wheel) bool {
+	for l := range w.head {
+		if w.head[l] != nilIndex || w.tail[l] != nilIndex {
+			return false
+		}
+	}
+	return w.occupied == [len(w.occupied)]uint64{}
+}
+
+// TestStagedStopNeverFiles checks the point of staging: a timer stopped
+// before more than maxStaged others are added never reaches a list, and
+// its entry does not pile up.
+func TestStagedStopNeverFiles(t *testing.T) {
+	w := New(0, 0)
+	for i := range 10 * maxStaged {
+		if !w.Stop(w.Add(int64(i+1)*ms, uint64(i))) {
+			t.Fatalf("timer %d: Stop = false", i)
+		}
+		if !listsEmpty(w) || len(w.staged) != 0 || w.Len() != 0 {
+			t.Fatalf("timer %d: filed, or %d staged entries left, Len %d", i, len(w.staged), w.Len())
+		}
+	}
+}
+
+// TestStagedFilingKeepsOrder adds timers with equal deadlines across
+// several filings (maxStaged reached, and Pop of an earlier one), with
+// entries of stopped timers and reused nodes among them, and stops from the
+// middle of the lists they are filed into: they must fire in the order
+// added, and the stopped ones never.
+func TestStagedFilingKeepsOrder(t *testing.T) {
+	w := New(0, 0)
+	early := w.Add(1*ms, 0)
+	var want []uint64
+	var later []Timer // to stop once filed, from the middle of their list
+	var prev Timer
+	for i := uint64(1); i <= 3*maxStaged; i++ {
+		if i == maxStaged/2 {
+			if v, ok := w.Pop(1 * ms); !ok || v != 0 || w.Active(early) {
+				t.Fatalf("Pop(1ms) = %d, %v; want the early timer", v, ok)
+			}
+		}
+		h := w.Add(50*ms, i)
+		switch {
+		case i%3 == 2:
+			prev = h // stopped after the next Add, whose node it is not
+			continue
+		case i%3 == 0:
+			w.Stop(prev) // its node is reused by the next Add
+		case i%5 == 0:
+			later = append(later, h)
+			continue
+		}
+		want = append(want, i)
+	}
+	if len(w.staged) == 0 || listsEmpty(w) {
+		t.Fatalf("want timers both staged and filed: %d staged", len(w.staged))
+	}
+	for _, h := range later {
+		if !w.Stop(h) {
+			t.Fatalf("Stop(%v) = false", h)
+		}
+	}
+	if at, ok := w.NextDeadline(); !ok || at != 50*ms {
+		t.Fatalf("NextDeadline = %d, %v; want %d", at, ok, 50*ms)
+	}
+	if got := popAll(w, 49*ms); len(got) != 0 {
+		t.Fatalf("fired early: %v", got)
+	}
+	got := popAll(w, 50*ms)
+	if len(got) != len(want) {
+		t.Fatalf("fired %d timers, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("fired #%d: %d, want %d", i, got[i], want[i])
+		}
+	}
+	if w.Len() != 0 || len(w.staged) != 0 {
+		t.Fatalf("Len %d, %d staged after draining", w.Len(), len(w.staged))
+	}
+}
