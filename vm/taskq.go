@@ -37,11 +37,10 @@ func (q *taskQueue) push(t task) {
 	q.n++
 }
 
-// slot returns a pointer to a new tail entry, to be filled in place.
-func (q *taskQueue) slot() *task {
-	if q.n == len(q.buf) {
-		q.grow()
-	}
+// next returns a pointer to a new tail entry, to be filled in place. The
+// caller grows a full queue first: without that call, next is small enough
+// to be inlined into pushFlow, which runs for every turn a thread takes.
+func (q *taskQueue) next() *task {
 	t := &q.buf[(q.head+q.n)&(len(q.buf)-1)]
 	q.n++
 	return t
