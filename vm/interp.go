@@ -731,8 +731,6 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 }
 
 func (l *Loop) stopTimer(slot uint32) {
-	if cb := &l.cbs[slot]; !cb.pending {
-		l.wheel.Stop(cb.tm)
-	}
+	l.wheel.Stop(l.cbs[slot].tm)
 	l.freeCallback(slot)
 }

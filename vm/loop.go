@@ -37,7 +37,6 @@ type Loop struct {
 	runq   taskQueue
 	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
 	cbFree []uint32
-	toArm  []armReq // timers set during this pass, armed at its end
 	wheel  *wheel.Wheel
 
 	self     weak.Pointer[Loop] // handed to root cleanups, see rootRef
@@ -186,11 +185,7 @@ type callback struct {
 	epoch uint32
 	gen   uint32
 	kind  uint8
-	// pending: armed by arm but not inserted into the wheel yet; d is the
-	// delay to apply when it is.
-	pending bool
-	d       time.Duration
-	tm      wheel.Timer
+	tm    wheel.Timer
 }
 
 func (l *Loop) newCallback(kind uint8) (uint32, *callback) {
@@ -238,36 +233,19 @@ func (l *Loop) Deferred(d time.Duration, fn func()) Handle {
 	return Handle{slot, cb.gen}
 }
 
-// arm schedules the timer of callback slot to fire d from now. The wheel
-// insert waits for the end of the pass (armPending), which reads the clock
-// once for every timer set during the pass; arming later than asked only
-// moves the deadline later, so timers still never fire early. A timer
-// stopped within its pass never reaches the wheel.
+// arm schedules the timer of callback slot to fire d from now. During a
+// pass the deadline waits for the end of the pass (wheel.AddAfter), which
+// reads the clock once for every timer set during the pass (wheel.Seal);
+// arming later than asked only moves the deadline later, so timers still
+// never fire early, and a pass whose timers were all stopped reads no clock.
 func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
 	d = max(d, 0)
-	if !l.inPass { // nothing will arm it soon: arm it now
-		cb.tm = l.wheel.Add(l.now()+int64(d), uint64(slot)|uint64(cb.gen)<<32)
+	data := uint64(slot) | uint64(cb.gen)<<32
+	if l.inPass {
+		cb.tm = l.wheel.AddAfter(int64(d), data)
 		return
 	}
-	cb.d = d
-	cb.pending = true
-	l.toArm = append(l.toArm, armReq{slot, cb.gen})
-}
-
-type armReq struct{ slot, gen uint32 }
-
-// armPending inserts the timers set since the last pass into the wheel.
-func (l *Loop) armPending() {
-	now := l.passTime()
-	for _, a := range l.toArm {
-		cb := &l.cbs[a.slot]
-		if cb.gen != a.gen || !cb.pending {
-			continue // stopped before it was armed
-		}
-		cb.pending = false
-		cb.tm = l.wheel.Add(now+int64(cb.d), uint64(a.slot)|uint64(a.gen)<<32)
-	}
-	l.toArm = l.toArm[:0]
+	cb.tm = l.wheel.Add(l.now()+int64(d), data) // nothing will seal it soon
 }
 
 // Cancel unschedules h. Canceling a callback that already ran, or was
@@ -276,7 +254,7 @@ func (l *Loop) Cancel(h Handle) {
 	if !l.IsValid(h) {
 		return
 	}
-	if cb := &l.cbs[h.slot]; cb.kind == cbDeferred && !cb.pending {
+	if cb := &l.cbs[h.slot]; cb.kind == cbDeferred {
 		l.wheel.Stop(cb.tm)
 	}
 	l.freeCallback(h.slot)
@@ -408,8 +386,8 @@ func (l *Loop) pass() (now int64, more bool) {
 		}
 	}
 	l.inPass = false
-	if len(l.toArm) > 0 {
-		l.armPending()
+	if l.wheel.Unsealed() {
+		l.wheel.Seal(l.passTime())
 	}
 	if l.wheel.Len() > 0 {
 		now = l.passTime()
@@ -421,7 +399,7 @@ func (l *Loop) pass() (now int64, more bool) {
 			l.fire(uint32(data), uint32(data>>32))
 		}
 	}
-	return now, l.runq.len() > 0 || !l.inbox.Empty() || len(l.toArm) > 0
+	return now, l.runq.len() > 0 || !l.inbox.Empty()
 }
 
 // RunUntilIdle runs passes until no immediate work is left and no timer is
@@ -546,7 +524,7 @@ func (l *Loop) Stats() LoopStats {
 		LiveRoots:     l.roots,
 		RunningRoots:  l.running,
 		PooledRoots:   len(l.pool),
-		Timers:        l.wheel.Len() + len(l.toArm),
+		Timers:        l.wheel.Len(),
 		Queued:        l.runq.len(),
 		Panics:        l.panics,
 	}

@@ -50,6 +50,13 @@
 // the cost of a timer that never fires. Filing computes the due tick Add
 // would have: the wheel files before it moves past any staged deadline.
 //
+// AddAfter adds a timer whose deadline counts from the next Seal, which an
+// event loop calls with one clock reading at the end of a pass: the timers
+// set during the pass then share that reading (taken after each was set, so
+// none fires early), and a pass whose timers were all stopped reads no
+// clock. Until sealed a timer has no deadline: Pop and NextDeadline leave
+// it out.
+//
 // Timers live in a slab of pointer-free nodes linked by uint32 indices and
 // recycled through a free list. The slab grows only when every node is in
 // use, so once a wheel has held its peak number of timers, Add, Stop and Pop

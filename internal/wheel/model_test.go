@@ -13,12 +13,14 @@ import (
 // ordering contract directly, with none of the wheel's machinery: a timer's
 // due tick is its deadline rounded up to a tick, or the current tick if that
 // is later; the current tick moves to the due tick of each timer popped, or
-// to now's tick when nothing is due.
+// to now's tick when nothing is due. A timer added by AddAfter waits in
+// unsealed, with its delay as deadline, until Seal adds it for real.
 type model struct {
 	start, tick int64
 	cur         int64
 	seq         int
 	pending     []mtimer
+	unsealed    []mtimer
 }
 
 type mtimer struct {
@@ -65,6 +67,17 @@ func cmp(a, b int64) int {
 	return 0
 }
 
+func (m *model) addAfter(d int64, data uint64, h Timer) {
+	m.unsealed = append(m.unsealed, mtimer{deadline: d, data: data, h: h})
+}
+
+func (m *model) seal(now int64) {
+	for _, u := range m.unsealed {
+		m.add(now+u.deadline, u.data, u.h)
+	}
+	m.unsealed = m.unsealed[:0]
+}
+
 func (m *model) stop(h Timer) bool {
 	for i, t := range m.pending {
 		if t.h == h {
@@ -72,8 +85,17 @@ func (m *model) stop(h Timer) bool {
 			return true
 		}
 	}
+	for i, t := range m.unsealed {
+		if t.h == h {
+			m.unsealed = slices.Delete(m.unsealed, i, i+1)
+			return true
+		}
+	}
 	return false
 }
+
+// len is the number of timers pending, sealed or not.
+func (m *model) len() int { return len(m.pending) + len(m.unsealed) }
 
 func (m *model) pop(now int64) (mtimer, bool) {
 	if now < m.start {
@@ -188,10 +210,10 @@ func TestDrainMatchesModel(t *testing.T) {
 	}
 }
 
-// TestOpsMatchModel interleaves Add (including past deadlines), Stop of live
-// and stale handles, single Pops at times that mostly advance and sometimes
-// stand still or go back, and checks every answer, Active on every handle
-// ever issued, and NextDeadline, against the model.
+// TestOpsMatchModel interleaves Add (including past deadlines), AddAfter
+// and Seal, Stop of live and stale handles, single Pops at times that mostly
+// advance and sometimes stand still or go back, and checks every answer,
+// Active on every handle ever issued, and NextDeadline, against the model.
 func TestOpsMatchModel(t *testing.T) {
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {
@@ -213,9 +235,18 @@ func TestOpsMatchModel(t *testing.T) {
 						d = now - r.Int63n(int64(time.Hour)) // already passed
 					}
 					data++
-					h := w.Add(d, data)
-					m.add(d, data, h)
+					var h Timer
+					if r.Intn(3) == 0 {
+						h = w.AddAfter(d-now, data)
+						m.addAfter(d-now, data, h)
+					} else {
+						h = w.Add(d, data)
+						m.add(d, data, h)
+					}
 					handles = append(handles, h)
+				case k == 8:
+					w.Seal(now)
+					m.seal(now)
 				case k < 11 && len(handles) > 0:
 					h := handles[r.Intn(len(handles))]
 					if got, want := w.Stop(h), m.stop(h); got != want {
@@ -235,8 +266,8 @@ func TestOpsMatchModel(t *testing.T) {
 						t.Fatalf("op %d now %d: Pop = %d, %v; model %d, %v", op, now, got, ok, want.data, wok)
 					}
 				}
-				if w.Len() != len(m.pending) {
-					t.Fatalf("op %d: Len = %d, model %d", op, w.Len(), len(m.pending))
+				if w.Len() != m.len() || w.Unsealed() != (len(m.unsealed) > 0) {
+					t.Fatalf("op %d: Len = %d, Unsealed = %v; model %d, %d unsealed", op, w.Len(), w.Unsealed(), m.len(), len(m.unsealed))
 				}
 				checkNextDeadline(t, w, m)
 				if op%97 == 0 {
@@ -250,8 +281,8 @@ func TestOpsMatchModel(t *testing.T) {
 
 func checkActive(t *testing.T, w *Wheel, m *model, handles []Timer) {
 	t.Helper()
-	live := make(map[Timer]bool, len(m.pending))
-	for _, p := range m.pending {
+	live := make(map[Timer]bool, m.len())
+	for _, p := range slices.Concat(m.pending, m.unsealed) {
 		live[p.h] = true
 	}
 	for _, h := range handles {

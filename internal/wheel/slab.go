@@ -11,13 +11,17 @@ const freeList = ^uint16(0)
 // a list (see Wheel.Add).
 const stagedList = freeList - 1
 
+// unsealedList marks a node whose timer was added by AddAfter and awaits
+// the Seal that gives it a deadline.
+const unsealedList = freeList - 2
+
 // node is one timer. It holds no pointers, so a slab of them costs the
 // garbage collector nothing to keep.
 type node struct {
 	next, prev uint32 // list neighbours, nilIndex at the ends; next also links the free list
 	gen        uint32 // advanced on every release, so handles to earlier uses go stale
-	list       uint16 // the list holding the node, stagedList or freeList
-	due        uint64 // due tick, fixed when filed; while staged, the deadline
+	list       uint16 // the list holding the node, stagedList, unsealedList or freeList
+	due        uint64 // due tick, fixed when filed; while staged, the deadline; while unsealed, the delay
 	data       uint64
 }
 

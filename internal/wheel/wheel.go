@@ -46,6 +46,11 @@ type Wheel struct {
 	staged     []stagedTimer
 	liveStaged int
 	stagedMin  int64
+
+	// unsealed lists the timers added by AddAfter since the last Seal, in
+	// order; liveUnsealed counts those not stopped since.
+	unsealed     []stagedTimer
+	liveUnsealed int
 }
 
 // stagedTimer names a staged timer: its node and the node's generation at
@@ -88,14 +93,23 @@ func (w *Wheel) Add(deadline int64, data uint64) Timer {
 	}
 	i := w.alloc()
 	n := &w.nodes[i]
-	n.due, n.data, n.list = uint64(deadline), data, stagedList // due holds the deadline until filed
+	n.data = data
+	w.stage(stagedTimer{i, n.gen}, deadline)
+	w.n++
+	return Timer{idx: i, gen: n.gen}
+}
+
+// stage appends timer s, due at deadline, to the staged timers. The
+// caller files them first if maxStaged are staged: without that call,
+// stage is small enough to be inlined.
+func (w *Wheel) stage(s stagedTimer, deadline int64) {
+	n := &w.nodes[s.idx]
+	n.due, n.list = uint64(deadline), stagedList // due holds the deadline until filed
 	if w.liveStaged == 0 || deadline < w.stagedMin {
 		w.stagedMin = deadline
 	}
-	w.staged = append(w.staged, stagedTimer{i, n.gen})
+	w.staged = append(w.staged, s)
 	w.liveStaged++
-	w.n++
-	return Timer{idx: i, gen: n.gen}
 }
 
 // file moves the staged timers into their lists, in the order they were
@@ -115,6 +129,48 @@ func (w *Wheel) file() {
 	w.liveStaged = 0
 }
 
+// AddAfter schedules a timer carrying data due d after the time given to
+// the next Seal. Until that Seal the timer is pending (Len, Active and Stop
+// see it) but has no deadline: Pop never returns it and NextDeadline leaves
+// it out. For the order of timers due in the same tick it counts as added
+// at that Seal.
+//
+// It lets an event loop arm every timer set during a pass with one clock
+// reading taken at the end of the pass: a deadline counted from a reading
+// taken after the timer was set is never early, and a timer stopped before
+// the pass ends costs no reading at all. AddAfter takes constant time.
+func (w *Wheel) AddAfter(d int64, data uint64) Timer {
+	i := w.alloc()
+	n := &w.nodes[i]
+	n.due, n.data, n.list = uint64(d), data, unsealedList // due holds d until sealed
+	w.unsealed = append(w.unsealed, stagedTimer{i, n.gen})
+	w.liveUnsealed++
+	w.n++
+	return Timer{idx: i, gen: n.gen}
+}
+
+// Seal gives the timers added by AddAfter since the last Seal their
+// deadlines, now plus their d, and stages them in the order they were
+// added (see Add). It takes time proportional to the timers added by
+// AddAfter since the last Seal.
+func (w *Wheel) Seal(now int64) {
+	for _, u := range w.unsealed {
+		n := &w.nodes[u.idx]
+		if n.gen != u.gen || n.list != unsealedList {
+			continue // stopped
+		}
+		if len(w.staged) == maxStaged {
+			w.file()
+		}
+		w.stage(u, now+int64(n.due))
+	}
+	w.unsealed = w.unsealed[:0]
+	w.liveUnsealed = 0
+}
+
+// Unsealed reports whether timers added by AddAfter await a Seal.
+func (w *Wheel) Unsealed() bool { return w.liveUnsealed > 0 }
+
 // Stop cancels t in constant time and reports whether it was pending, which
 // includes a timer that is due but not yet returned by Pop. For a timer that
 // Pop has returned or that was already stopped, Stop does nothing and returns
@@ -123,12 +179,18 @@ func (w *Wheel) Stop(t Timer) bool {
 	if !w.Active(t) {
 		return false
 	}
-	if w.nodes[t.idx].list == stagedList {
+	switch w.nodes[t.idx].list {
+	case stagedList:
 		w.liveStaged--
 		if w.liveStaged == 0 {
 			w.staged = w.staged[:0] // every entry is stale
 		}
-	} else {
+	case unsealedList:
+		w.liveUnsealed--
+		if w.liveUnsealed == 0 {
+			w.unsealed = w.unsealed[:0]
+		}
+	default:
 		w.unlink(t.idx)
 	}
 	w.release(t.idx)
