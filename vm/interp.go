@@ -135,9 +135,7 @@ func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 }
 
 func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
-	if l.runq.n == len(l.runq.buf) {
-		l.runq.grow()
-	}
+	l.runq.room()
 	t := l.runq.next() // reused entry: set every field
 	t.r, t.tok, t.th, t.epoch, t.seq = r, th.B, link(th), r.runEpoch, th.Seq
 	t.slot = 0

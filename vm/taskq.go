@@ -30,16 +30,21 @@ type taskQueue struct {
 func (q *taskQueue) len() int { return q.n }
 
 func (q *taskQueue) push(t task) {
+	q.room()
+	*q.next() = t
+}
+
+// room grows a full queue, so that next has an entry to hand out. It is
+// apart from next so that each stays small enough to be inlined into
+// pushFlow, which runs for every turn a thread takes.
+func (q *taskQueue) room() {
 	if q.n == len(q.buf) {
 		q.grow()
 	}
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = t
-	q.n++
 }
 
 // next returns a pointer to a new tail entry, to be filled in place. The
-// caller grows a full queue first: without that call, next is small enough
-// to be inlined into pushFlow, which runs for every turn a thread takes.
+// caller has made room.
 func (q *taskQueue) next() *task {
 	t := &q.buf[(q.head+q.n)&(len(q.buf)-1)]
 	q.n++

@@ -54,6 +54,20 @@ func TestAllocsAddStop(t *testing.T) {
 	})
 }
 
+// TestAllocsAddAfterSeal is an event loop's pass: timers set relative to
+// the pass end, some stopped within it, the rest sealed and stopped later.
+func TestAllocsAddAfterSeal(t *testing.T) {
+	w, now := steady(1000, 10*time.Second)
+	var d int64
+	noAllocs(t, 5000, func() {
+		d = (d + 7_919_777) % int64(40*24*time.Hour)
+		a, b := w.AddAfter(d, 1), w.AddAfter(d/2, 2)
+		w.Stop(a)
+		w.Seal(now)
+		w.Stop(b)
+	})
+}
+
 func TestAllocsAddPop(t *testing.T) {
 	const span = 10 * time.Second
 	w, now := steady(1000, span)
