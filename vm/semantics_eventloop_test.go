@@ -412,3 +412,55 @@ func TestSemClosedLoopByHand(t *testing.T) {
 		t.Fatalf("result %v", a.Values())
 	}
 }
+
+// countingClock is a ManualClock that counts its readings.
+type countingClock struct {
+	*vm.ManualClock
+	reads int
+}
+
+func (c *countingClock) Now() time.Time {
+	c.reads++
+	return c.ManualClock.Now()
+}
+
+// A pass reads the clock for its timers only when one set during it is
+// still pending at its end: a timeout set and stopped within the pass
+// costs no reading (wheel.Seal is skipped), one that outlives the pass
+// does, and it still fires on time.
+func TestSemClockReadOnlyForSurvivingTimers(t *testing.T) {
+	clk := &countingClock{ManualClock: vm.NewManualClock(time.Unix(0, 0))}
+	l := vm.NewLoop(vm.WithClock(clk))
+	defer l.Close()
+	quick := func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(time.Second)
+		as.Success()
+	}
+	clk.reads = 0
+	for range 3 {
+		l.Spawn(quick)
+		l.RunUntilIdle()
+	}
+	if clk.reads != 0 || l.Stats().Timers != 0 {
+		t.Fatalf("timeouts stopped within their pass: %d clock reads, %d timers left; want none", clk.reads, l.Stats().Timers)
+	}
+
+	var code string
+	l.Spawn(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(time.Second)
+	}, func(_ vm.AsyncSteps, c string) { code = c })
+	l.RunUntilIdle()
+	if clk.reads == 0 || l.Stats().Timers != 1 {
+		t.Fatalf("a timeout outliving its pass: %d clock reads, %d timers; want some, 1", clk.reads, l.Stats().Timers)
+	}
+	clk.Advance(time.Second - time.Millisecond)
+	l.RunUntilIdle()
+	if code != "" {
+		t.Fatalf("timed out early: %q", code)
+	}
+	clk.Advance(time.Millisecond)
+	l.RunUntilIdle()
+	if code != vm.Timeout {
+		t.Fatalf("error = %q, want %s", code, vm.Timeout)
+	}
+}
