@@ -61,9 +61,9 @@ type large struct {
 }
 
 // Header sizes. The headers of bump chunks take a whole cache line, so
-// that blocks of 64 bytes (a flow's nodes) carved after them each sit in
-// one line rather than across two: a node read cold costs one miss, not
-// two. It costs no room for such blocks: 256-byte chunks hold as many.
+// that the blocks carved after them start on a line boundary: a 32-byte
+// node never straddles two lines (read cold, it costs one miss, not two),
+// and a 64-byte one only when it follows an odd number of 32-byte blocks.
 const (
 	chunkHdr = (unsafe.Sizeof(chunk{}) + lineSize - 1) &^ (lineSize - 1)
 	firstHdr = (unsafe.Sizeof(header{}) + lineSize - 1) &^ (lineSize - 1)

@@ -54,7 +54,7 @@ type Flags uint16
 const (
 	FlagRunning   Flags = 1 << iota // popped from its queue and pushed as a frame
 	FlagChild                       // a sub-step (or, for OpParallel, a branch) is running
-	FlagWait                        // WaitExternal: no implicit success
+	FlagWait                        // WaitExternal, SetTimeout or SetCancel: no implicit success
 	FlagInError                     // its error handler is running
 	FlagStack                       // owns Stack allocations
 	FlagDone                        // branch finished (success or canceled)
@@ -64,30 +64,35 @@ const (
 
 // Node is one instruction and, once it runs, its frame, without a Go
 // pointer: links to other Nodes are [Link]s, which the vm resolves through
-// its arena, so storing one is a plain store, never a write barrier. Its
-// 48 bytes of fields are padded to 64 so that a node sits in one cache line:
-// with 48-byte nodes, half of them straddle two lines, and the workloads of
-// 30,000 flows, where every turn reads a flow's nodes cold, measured 5-10 %
-// slower.
+// its arena, so storing one is a plain store, never a write barrier.
+//
+// A Node is 32 bytes, two to a cache line. The operations that need
+// operands beyond these fields get a wide node: the Node followed by
+// [Operands], 64 bytes in all (Wide is set). Which ones do is fixed by the
+// operation (see [Op.Wide]), except for OpExec, wide when it carries
+// native words. A waiting flow thus holds few bytes: a flow parked in a
+// Loop body is its root frame and four narrow nodes.
 //
 // Field use by state:
-//   - queued: Next links the siblings of one level; Fn, Err, A and B are
-//     the operands of Op.
+//   - queued: Next links the siblings of one level; Fn and Err are the
+//     operands of Op, and a wide node's Operands the rest.
 //   - running: Parent is the enclosing frame; Head..Tail queue the sub-steps
 //     added by this frame (for OpParallel once started: its branches, linked
-//     by Next).
+//     by Next). Next, unused by a frame, holds the vm's slot for what an
+//     OpExec or OpIter frame waits with (cancel handler, timeout, Resumer),
+//     once it has one.
 //
-// Op-specific operands:
-//   - OpRoot, OpBranch: A holds the thread's innermost frame (see Top), B the
-//     thread's wake token, which invalidates a scheduled continuation when
-//     bumped.
-//   - OpExec, OpIter: B holds the cancel handler slot (low 32 bits) and the
-//     timeout's timer slot (high 32 bits); A the Resumer slot.
-//   - OpSuccess: Fn holds the boxed success values.
+// Operands of wide nodes:
+//   - OpRoot, OpBranch: A holds the thread's innermost frame (see
+//     [Operands.Top]), B the thread's wake token, which invalidates a
+//     scheduled continuation when bumped.
+//   - OpExec with native words: A and B, until the step runs.
 //   - OpParallel: A counts running branches.
-//   - OpLoop, OpRepeat: A is the next iteration index, B the Repeat count.
+//   - OpRepeat: A is the next iteration index, B the count.
 //   - OpSync: Fn holds the sync primitive and the queue its critical
 //     section; A and B are the primitive's state of the frame.
+//
+// OpLoop runs until Break and numbers nothing, so it is narrow.
 type Node struct {
 	Next   Link
 	Parent Link
@@ -95,36 +100,51 @@ type Node struct {
 	Tail   Link
 	Seq    uint32 // generation stamp; 0 when free, unique per root otherwise
 	Op     Op
-	_      uint8
+	Wide   bool // Operands follow
 	Flags  Flags
 	Fn     uint32
 	Err    uint32
-	A      uint64
-	B      uint64
-	_      [16]byte // pad: see above
+}
+
+// Operands follow a wide Node. They fill its second half-line, so that a
+// wide node is one aligned cache line.
+type Operands struct {
+	A uint64
+	B uint64
+	_ [16]byte
 }
 
 // Link names a Node by its place in the vm's arena memory (the vm's
 // business: see package arena's Link); 0 names none.
 type Link uint32
 
-// NodeSize is the size of a Node; the vm allocates exactly this many bytes.
-const NodeSize = unsafe.Sizeof(Node{})
+// Sizes the vm allocates: a narrow node, a wide one.
+const (
+	NodeSize = unsafe.Sizeof(Node{})
+	WideSize = NodeSize + unsafe.Sizeof(Operands{})
+)
 
-// Top returns the innermost frame of the thread whose base is n.
-func (n *Node) Top() Link { return Link(n.A) }
+// Wide reports whether nodes of o always carry Operands.
+func (o Op) Wide() bool { return wideOps>>o&1 != 0 }
 
-// SetTop records f as the innermost frame of the thread whose base is n.
-func (n *Node) SetTop(f Link) { n.A = uint64(f) }
+const wideOps = 1<<OpRoot | 1<<OpBranch | 1<<OpParallel | 1<<OpRepeat | 1<<OpSync
 
-// CancelSlot is the slot of a frame's cancel handler.
-func (n *Node) CancelSlot() uint32 { return uint32(n.B) }
+// Size is the number of bytes n occupies.
+func (n *Node) Size() uintptr {
+	if n.Wide {
+		return WideSize
+	}
+	return NodeSize
+}
 
-// SetCancelSlot sets the slot of a frame's cancel handler.
-func (n *Node) SetCancelSlot(s uint32) { n.B = n.B&^0xffffffff | uint64(s) }
+// Ops returns the Operands of n, which must be wide.
+func (n *Node) Ops() *Operands {
+	return (*Operands)(unsafe.Add(unsafe.Pointer(n), NodeSize))
+}
 
-// TimerSlot is the slot of a frame's timeout timer.
-func (n *Node) TimerSlot() uint32 { return uint32(n.B >> 32) }
+// Top returns the innermost frame of the thread whose base has these
+// operands.
+func (o *Operands) Top() Link { return Link(o.A) }
 
-// SetTimerSlot sets the slot of a frame's timeout timer.
-func (n *Node) SetTimerSlot(s uint32) { n.B = n.B&0xffffffff | uint64(s)<<32 }
+// SetTop records f as the innermost frame of the thread.
+func (o *Operands) SetTop(f Link) { o.A = uint64(f) }

@@ -3,29 +3,30 @@ package opcodes
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
-func TestNodeIs64Bytes(t *testing.T) {
-	if NodeSize != 64 {
-		t.Fatalf("Node is %d bytes, want 64: one cache line", NodeSize)
+func TestNodeSizes(t *testing.T) {
+	if NodeSize != 32 || WideSize != 64 {
+		t.Fatalf("Node %d, wide %d bytes; want 32 and 64 (a cache line)", NodeSize, WideSize)
 	}
 }
 
 func TestOperandViews(t *testing.T) {
-	var n Node
-	n.SetTop(0xfffffff0)
-	if n.Top() != 0xfffffff0 {
-		t.Fatal("Top does not round-trip")
+	buf := make([]uint64, WideSize/8) // a wide node's memory
+	n := (*Node)(unsafe.Pointer(&buf[0]))
+	n.Wide = true
+	n.Ops().SetTop(0xfffffff0)
+	n.Ops().B = 7
+	if n.Ops().Top() != 0xfffffff0 || buf[NodeSize/8] != 0xfffffff0 || buf[NodeSize/8+1] != 7 {
+		t.Fatal("the operands are not the 16 bytes after the node")
 	}
-	n.B = 0
-	n.SetCancelSlot(7)
-	n.SetTimerSlot(9)
-	if n.CancelSlot() != 7 || n.TimerSlot() != 9 {
-		t.Fatalf("slots: cancel %d timer %d", n.CancelSlot(), n.TimerSlot())
+	if n.Size() != WideSize {
+		t.Fatalf("wide node Size %d", n.Size())
 	}
-	n.SetCancelSlot(0)
-	if n.CancelSlot() != 0 || n.TimerSlot() != 9 {
-		t.Fatal("clearing cancel slot disturbed timer slot")
+	n.Wide = false
+	if n.Size() != NodeSize {
+		t.Fatalf("narrow node Size %d", n.Size())
 	}
 }
 
@@ -35,6 +36,9 @@ func TestOpNames(t *testing.T) {
 			t.Fatalf("op %d has no name", o)
 		}
 	}
+	if !OpRepeat.Wide() || OpLoop.Wide() || OpExec.Wide() || !OpRoot.Wide() || !OpBranch.Wide() {
+		t.Fatal("wide ops wrong")
+	}
 	if !OpRepeat.IsLoop() || OpExec.IsLoop() || !OpBranch.IsBase() {
 		t.Fatal("op predicates wrong")
 	}
@@ -43,7 +47,12 @@ func TestOpNames(t *testing.T) {
 // TestNodeHoldsNoPointers guards the rule that arena memory holds no Go
 // pointers, and that linking Nodes never passes a write barrier.
 func TestNodeHoldsNoPointers(t *testing.T) {
-	typ := reflect.TypeFor[Node]()
+	for _, typ := range []reflect.Type{reflect.TypeFor[Node](), reflect.TypeFor[Operands]()} {
+		checkNoPointers(t, typ)
+	}
+}
+
+func checkNoPointers(t *testing.T, typ reflect.Type) {
 	for i := range typ.NumField() {
 		if f := typ.Field(i); f.Name == "_" {
 			continue
@@ -51,7 +60,7 @@ func TestNodeHoldsNoPointers(t *testing.T) {
 		switch f := typ.Field(i); f.Type.Kind() {
 		case reflect.Pointer, reflect.UnsafePointer, reflect.Interface, reflect.Slice,
 			reflect.Map, reflect.Chan, reflect.Func, reflect.String, reflect.Struct, reflect.Array:
-			t.Errorf("Node.%s is a %s", f.Name, f.Type)
+			t.Errorf("%s.%s is a %s", typ.Name(), f.Name, f.Type)
 		}
 	}
 }

@@ -9,9 +9,9 @@ import (
 // TestWaitingLoopFootprint pins the arena cost of the flow shape the
 // ParallelWaitLoop benchmark holds by the thousand: a loop whose body waits
 // for an external event with one more step queued. It takes five nodes:
-// the root frame in the arena's fixed block and four allocated ones (loop,
-// iteration, waiting step, queued step), which must fit the arena's first
-// two 256-byte chunks.
+// the root frame in the arena's fixed block and four narrow 32-byte ones
+// (loop, iteration, waiting step, queued step), which must fit the rest of
+// the arena's first 256-byte chunk.
 func TestWaitingLoopFootprint(t *testing.T) {
 	const flows = 1000
 	l := vm.NewLoop()
@@ -35,11 +35,11 @@ func TestWaitingLoopFootprint(t *testing.T) {
 		t.Fatalf("%d flows wait, want %d", len(waiting), flows)
 	}
 	s := l.Stats()
-	if got := s.ArenaInUse / flows; got != 4*64 {
-		t.Errorf("arena bytes in use per waiting flow = %d, want %d (four 64-byte nodes)", got, 4*64)
+	if got := s.ArenaInUse / flows; got != 4*32 {
+		t.Errorf("arena bytes in use per waiting flow = %d, want %d (four 32-byte nodes)", got, 4*32)
 	}
-	if got := s.ArenaReserved / flows; got > 512 {
-		t.Errorf("arena bytes reserved per waiting flow = %d, want at most 512", got)
+	if got := s.ArenaReserved / flows; got > 256 {
+		t.Errorf("arena bytes reserved per waiting flow = %d, want at most 256 (one chunk)", got)
 	}
 	for _, as := range roots {
 		as.Release()

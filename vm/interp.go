@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/stepvm/stepvm/internal/wheel"
 	"github.com/stepvm/stepvm/opcodes"
 )
 
@@ -80,7 +81,7 @@ func (l *Loop) runThread(t *task) {
 	t.r = nil // the queue must not keep a dropped root alive
 	// The epoch check comes first: only then is th known to point into
 	// memory this run of r still owns.
-	stale := r.runEpoch != t.epoch || th.Seq != t.seq || th.B != t.tok
+	stale := r.runEpoch != t.epoch || th.Seq != t.seq || *tok(th) != t.tok
 	// The values move out of the task, which must keep nothing alive.
 	switch t.n {
 	case 0:
@@ -121,7 +122,7 @@ func (l *Loop) runThread(t *task) {
 // schedule makes thread th runnable with args (nil: no values). The thread
 // being run continues inline; any other thread is queued.
 func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
-	th.B++
+	*tok(th)++
 	if th == l.curTh && r == l.cur {
 		l.inline = true
 		if args == nil {
@@ -137,7 +138,7 @@ func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
 	l.runq.room()
 	t := l.runq.next() // reused entry: set every field
-	t.r, t.tok, t.th, t.epoch, t.seq = r, th.B, link(th), r.runEpoch, th.Seq
+	t.r, t.tok, t.th, t.epoch, t.seq = r, *tok(th), link(th), r.runEpoch, th.Seq
 	t.slot = 0
 	switch {
 	case args == nil || args.n == 0:
@@ -151,7 +152,7 @@ func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
 
 // stopThread drops a pending continuation of th.
 func (l *Loop) stopThread(th *Node) {
-	th.B++
+	*tok(th)++
 	if th == l.curTh {
 		l.inline = false
 	}
@@ -188,7 +189,7 @@ func (l *Loop) step(r *root, th *Node) {
 		thSeq := th.Seq
 		p := l.callExec(fn, as, Args{l.argsCur})
 		if p == nil && r.runEpoch == as.epoch && th.Seq == thSeq && n.Seq == as.seq &&
-			top(th) == n && n.Head == 0 && n.B == 0 && n.Flags == opcodes.FlagRunning {
+			top(th) == n && n.Head == 0 && n.Next == 0 && n.Flags == opcodes.FlagRunning {
 			// The common case in line: a plain step (no sub-steps, timer,
 			// cancel handler, wait or Stack memory) ended by implicit success
 			// (FTN12 1.6): complete's first round, with endFrame reduced to
@@ -209,8 +210,10 @@ func (l *Loop) step(r *root, th *Node) {
 		l.complete(r, th, n, vals)
 	case opcodes.OpParallel:
 		l.startParallel(r, th, n)
-	case opcodes.OpLoop, opcodes.OpRepeat:
-		n.A = 0
+	case opcodes.OpLoop:
+		l.iterate(r, th, n)
+	case opcodes.OpRepeat:
+		n.Ops().A = 0
 		l.iterate(r, th, n)
 	case opcodes.OpSync:
 		l.stepSync(r, th, n)
@@ -246,7 +249,7 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 		l.schedule(r, th, nil)
 		return
 	}
-	if n.Flags&opcodes.FlagWait != 0 || n.B != 0 {
+	if n.Flags&opcodes.FlagWait != 0 {
 		return // waits: WaitExternal, a cancel handler or a timeout
 	}
 	l.complete(r, th, n, nil)
@@ -293,19 +296,28 @@ func (l *Loop) popFrame(r *root, th, n *Node) {
 	l.endFrame(r, n)
 }
 
+// endExt releases what frame n waits with, and its record.
+func (l *Loop) endExt(r *root, n *Node) {
+	e := &l.cbs[n.Next]
+	l.stopTimer(e)
+	if e.cancel != 0 {
+		r.freeSlot(e.cancel)
+	}
+	if n.Flags&opcodes.FlagResumer != 0 {
+		l.resumers.release(e.resumer)
+	}
+	l.freeCallback(uint32(n.Next))
+	n.Next = 0
+}
+
 // endFrame releases what frame n holds, then n itself.
 func (l *Loop) endFrame(r *root, n *Node) {
 	if n.Op == opcodes.OpSync {
 		l.exitSync(r, n)
 	}
 	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
-		if ts := n.TimerSlot(); ts != 0 {
-			l.stopTimer(ts)
-		}
-		r.freeSlot(n.CancelSlot())
-		n.B = 0
-		if n.Flags&opcodes.FlagResumer != 0 {
-			l.resumers.release(uint32(n.A))
+		if n.Next != 0 {
+			l.endExt(r, n)
 		}
 	}
 	if n.Flags&opcodes.FlagStack != 0 {
@@ -427,13 +439,14 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 			r.freeQueue(f)
 		}
 	case opcodes.OpExec, opcodes.OpIter:
-		if ts := f.TimerSlot(); ts != 0 {
-			l.stopTimer(ts)
-			f.SetTimerSlot(0)
+		e := l.ext(f)
+		if e == nil {
+			break
 		}
-		if cs := f.CancelSlot(); cs != 0 {
+		l.stopTimer(e)
+		if cs := e.cancel; cs != 0 {
 			h, _ := r.slots[cs].(CancelFunc)
-			f.SetCancelSlot(0)
+			e.cancel = 0
 			r.freeSlot(cs)
 			seq := f.Seq
 			f.Flags |= opcodes.FlagCanceling
@@ -501,7 +514,7 @@ func (l *Loop) startParallel(r *root, th, P *Node) {
 		push(P, b)
 		count++
 	}
-	P.A = count
+	P.Ops().A = count
 	P.Flags |= opcodes.FlagChild
 	for k := P.Head; k != 0; {
 		b := at(k)
@@ -516,8 +529,9 @@ func (l *Loop) branchDone(r *root, b *Node) {
 	l.stopThread(b)
 	b.Flags |= opcodes.FlagDone
 	P := at(b.Parent)
-	P.A--
-	if P.A > 0 {
+	o := P.Ops()
+	o.A--
+	if o.A > 0 {
 		return
 	}
 	P.Flags &^= opcodes.FlagChild
@@ -556,12 +570,16 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 	rep, _ := r.slots[L.Fn].(func(AsyncSteps, int))
 	loop, _ := r.slots[L.Fn].(func(AsyncSteps))
 	for budget := inlineBudget; ; budget-- {
-		if L.Op == opcodes.OpRepeat && L.A >= L.B {
-			*as = AsyncSteps{}
-			return nil
+		var i uint64
+		if L.Op == opcodes.OpRepeat {
+			o := L.Ops()
+			if o.A >= o.B {
+				*as = AsyncSteps{}
+				return nil
+			}
+			i = o.A
+			o.A++
 		}
-		i := L.A
-		L.A++
 		var it *Node
 		if L.Tail != 0 { // an iteration frame parked by the previous iteration
 			it = at(L.Tail)
@@ -583,7 +601,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 		}
 		l.inCall = nil
 		if r.runEpoch != epoch || it.Seq != as.seq || top(th) != it ||
-			it.Head != 0 || it.B != 0 || it.Flags != opcodes.FlagRunning ||
+			it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
 			budget == 0 || l.runq.len() > 0 {
 			return nil // the caller finishes this iteration as any step
 		}
@@ -728,7 +746,10 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 	n.Flags &^= opcodes.FlagStack
 }
 
-func (l *Loop) stopTimer(slot uint32) {
-	l.wheel.Stop(l.cbs[slot].tm)
-	l.freeCallback(slot)
+// stopTimer stops the timeout of frame record e, if armed.
+func (l *Loop) stopTimer(e *callback) {
+	if e.tm != (wheel.Timer{}) {
+		l.wheel.Stop(e.tm)
+		e.tm, e.r = wheel.Timer{}, nil
+	}
 }

@@ -173,19 +173,25 @@ const (
 	cbFree uint8 = iota
 	cbImmediate
 	cbDeferred
-	cbTimeout
+	cbFrame
 )
 
-// callback is a scheduled Immediate, Deferred or step timeout.
+// callback is a scheduled Immediate or Deferred, or the record of what a
+// running OpExec or OpIter frame waits with (cbFrame; the frame's Next
+// holds its slot from the first SetTimeout, SetCancel or Resumer until the
+// frame ends): its timeout, the slot of its cancel handler in the root's
+// table, its Resumer.
 type callback struct {
-	fn    func()
-	r     *root // timeout: the flow
-	n     *Node // timeout: the frame
-	seq   uint32
-	epoch uint32
-	gen   uint32
-	kind  uint8
-	tm    wheel.Timer
+	fn      func()
+	r       *root // cbFrame: the flow, while the timeout is armed
+	n       *Node // cbFrame: the frame
+	seq     uint32
+	epoch   uint32
+	gen     uint32
+	kind    uint8
+	tm      wheel.Timer // Deferred, or cbFrame's timeout; zero if none
+	cancel  uint32      // cbFrame: the cancel handler's slot in r.slots
+	resumer uint32      // cbFrame: the Resumer slot (opcodes.FlagResumer)
 }
 
 func (l *Loop) newCallback(kind uint8) (uint32, *callback) {
@@ -480,13 +486,12 @@ func (l *Loop) fire(slot, gen uint32) {
 		fn := cb.fn
 		l.freeCallback(slot)
 		l.callFunc(fn)
-	case cbTimeout:
-		r, n, seq, epoch := cb.r, cb.n, cb.seq, cb.epoch
-		l.freeCallback(slot)
-		if r.runEpoch != epoch || n.Seq != seq {
+	case cbFrame:
+		r, n := cb.r, cb.n
+		cb.r, cb.tm = nil, wheel.Timer{}
+		if r == nil || r.runEpoch != cb.epoch || n.Seq != cb.seq {
 			return
 		}
-		n.SetTimerSlot(0)
 		r.st().recordError(Timeout, "")
 		l.raise(r, threadOf(n), Timeout)
 	}

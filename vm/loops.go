@@ -26,7 +26,9 @@ func (as AsyncSteps) addLoop(op opcodes.Op, body any, count uint64, label []stri
 		n.Err = r.put(nil)
 		r.setLabel(n.Err, label[0])
 	}
-	n.B = count
+	if op == opcodes.OpRepeat {
+		n.Ops().B = count
+	}
 	push(q, n)
 }
 

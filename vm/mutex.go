@@ -56,13 +56,13 @@ func (m *Mutex) Stats() SyncStats {
 	return SyncStats{Inside: m.inside, Queued: m.q.len(), Entered: m.entered, Rejected: m.rejected}
 }
 
-// enter admits the thread of OpSync frame n, just pushed (n.B becomes
+// enter admits the thread of OpSync frame n, just pushed (n.Ops().B becomes
 // syncHeld or syncPassed), queues it (syncQueued), or refuses it.
 func (m *Mutex) enter(l *Loop, r *root, n *Node) refusal {
 	if m.inside == 0 && m.l == l {
 		// Free: no re-entry to look for, nobody waits. The uncontended
 		// Sync takes only this path.
-		m.inside, n.B = 1, syncHeld
+		m.inside, n.Ops().B = 1, syncHeld
 		m.entered++
 		return accepted
 	}
@@ -78,7 +78,7 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 		m.l = l
 	}
 	if m.inside > 0 && m.heldBy(r, at(n.Parent)) {
-		n.B = syncPassed
+		n.Ops().B = syncPassed
 		return accepted
 	}
 	// Handing the place over on release keeps inside at max while anyone
@@ -86,15 +86,15 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 	if m.inside < m.max {
 		m.inside++
 		m.entered++
-		n.B = syncHeld
+		n.Ops().B = syncHeld
 		return accepted
 	}
 	if m.maxQueue != Unbounded && m.q.n >= m.maxQueue {
 		m.rejected++
 		return refusedMutexFull
 	}
-	n.A = m.q.push(r, threadOf(n), n, l.argsCur)
-	n.B = syncQueued
+	n.Ops().A = m.q.push(r, threadOf(n), n, l.argsCur)
+	n.Ops().B = syncQueued
 	return accepted
 }
 
@@ -103,7 +103,7 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 // branch's base and are not looked at.
 func (m *Mutex) heldBy(r *root, f *Node) bool {
 	for ; !f.Op.IsBase(); f = at(f.Parent) {
-		if f.Op == opcodes.OpSync && f.B == syncHeld {
+		if f.Op == opcodes.OpSync && f.Ops().B == syncHeld {
 			if p, _ := r.slots[f.Fn].(*Mutex); p == m {
 				return true
 			}
@@ -115,7 +115,7 @@ func (m *Mutex) heldBy(r *root, f *Node) bool {
 // exit gives back what frame n holds: its place in the section, which
 // goes to the first waiter, or its place in the queue.
 func (m *Mutex) exit(l *Loop, n *Node) {
-	if n.B == syncHeld && m.q.n == 0 {
+	if n.Ops().B == syncHeld && m.q.n == 0 {
 		m.inside-- // nobody to hand the place to
 		return
 	}
@@ -124,7 +124,7 @@ func (m *Mutex) exit(l *Loop, n *Node) {
 
 // handOn is exit when n holds a place someone waits for, or waits itself.
 func (m *Mutex) handOn(l *Loop, n *Node) {
-	switch n.B {
+	switch n.Ops().B {
 	case syncHeld:
 		for {
 			i, w := m.q.pop()
@@ -141,6 +141,6 @@ func (m *Mutex) handOn(l *Loop, n *Node) {
 			m.q.release(i)
 		}
 	case syncQueued:
-		m.q.remove(n.A)
+		m.q.remove(n.Ops().A)
 	}
 }

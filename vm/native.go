@@ -21,25 +21,27 @@ type NativeWords struct{ A, B uintptr }
 // AddNative exists for foreign-function bindings. It is Add, except that
 // the new step also carries w, which fn takes back with TakeNativeWords when
 // it runs: one trampoline then serves every foreign step, with no closure
-// per step. w rides in the A and B operands of the queued instruction,
-// which a queued OpExec does not otherwise use, and CopyFrom copies it with
-// the step.
+// per step. A step with words other than zero gets a wide node whose
+// operands carry w, and CopyFrom copies them with the step.
 func AddNative(as AsyncSteps, fn ExecFunc, onError ErrorFunc, w NativeWords) AsyncSteps {
 	return as.addExec(fn, onError, uint64(w.A), uint64(w.B))
 }
 
 // TakeNativeWords exists for foreign-function bindings. It returns the
 // words AddNative stored with the step as, which must be the step whose
-// function is running, and clears them, since a running frame keeps its
-// own state in A and B: the step function must call it before anything
-// else. It returns zero words for any other handle.
+// function is running, and clears them, so that they are taken once. It
+// returns zero words for any other handle.
 func TakeNativeWords(as AsyncSteps) NativeWords {
 	n, ok := as.frame()
 	if !ok || n.Op != opcodes.OpExec || n != as.r.l.inCall {
 		return NativeWords{}
 	}
-	w := NativeWords{A: uintptr(n.A), B: uintptr(n.B)}
-	n.A, n.B = 0, 0
+	if !n.Wide {
+		return NativeWords{}
+	}
+	o := n.Ops()
+	w := NativeWords{A: uintptr(o.A), B: uintptr(o.B)}
+	o.A, o.B = 0, 0
 	return w
 }
 

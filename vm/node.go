@@ -19,10 +19,22 @@ func at(k opcodes.Link) *Node { return (*Node)(arena.At(arena.Link(k))) }
 func link(n *Node) opcodes.Link { return opcodes.Link(arena.LinkOf(unsafe.Pointer(n))) }
 
 // top returns the innermost frame of the thread whose base is th.
-func top(th *Node) *Node { return at(th.Top()) }
+func top(th *Node) *Node { return at(th.Ops().Top()) }
 
 // setTop records f as the innermost frame of the thread whose base is th.
-func setTop(th, f *Node) { th.SetTop(link(f)) }
+func setTop(th, f *Node) { th.Ops().SetTop(link(f)) }
+
+// tok returns the wake token of the thread whose base is th.
+func tok(th *Node) *uint64 { return &th.Ops().B }
+
+// ext returns the record of what the running OpExec or OpIter frame n
+// waits with (see callback), or nil.
+func (l *Loop) ext(n *Node) *callback {
+	if n.Next == 0 {
+		return nil
+	}
+	return &l.cbs[n.Next]
+}
 
 // parent returns the frame enclosing n: for a branch's base, the parallel
 // step; for the root frame (the main thread's base), nil.

@@ -32,13 +32,14 @@ func (as AsyncSteps) Resumer() Resumer {
 	}
 	r := as.r
 	t := &r.l.resumers
+	e := r.extOf(n)
 	if n.Flags&opcodes.FlagResumer != 0 {
-		slot := uint32(n.A)
+		slot := e.resumer
 		return Resumer{r.l, slot, uint32(t.get(slot).state.Load() >> 1)}
 	}
 	slot, s := t.acquire()
 	s.r, s.n, s.seq, s.epoch = r, n, n.Seq, r.runEpoch
-	n.A = uint64(slot)
+	e.resumer = slot
 	n.Flags |= opcodes.FlagResumer
 	return Resumer{r.l, slot, uint32(s.state.Load() >> 1)}
 }

@@ -243,7 +243,8 @@ var (
 // frame is needed by every run, so it costs no allocation.
 func (r *root) newBase() *Node {
 	n := (*Node)(r.a.Fixed())
-	*n = Node{Op: opcodes.OpRoot}
+	*n = Node{Op: opcodes.OpRoot, Wide: true}
+	*n.Ops() = opcodes.Operands{}
 	n.Seq = r.nextSeq()
 	setTop(n, n)
 	r.base = n
@@ -259,15 +260,39 @@ func (r *root) nextSeq() uint32 {
 	return r.seq
 }
 
-func (r *root) newNode(op opcodes.Op) *Node {
-	p := r.a.Reuse(opcodes.NodeSize)
-	if p == nil {
+// newNode returns a zeroed node for op, wide if op's nodes are.
+func (r *root) newNode(op opcodes.Op) *Node { return r.allocNode(op, op.Wide()) }
+
+// allocNode returns a zeroed node for op, wide or not.
+func (r *root) allocNode(op opcodes.Op, wide bool) *Node {
+	var p unsafe.Pointer
+	if wide { // two calls with constant sizes: each clears a fixed length
+		if p = r.a.Reuse(opcodes.WideSize); p == nil {
+			p = r.a.Alloc(opcodes.WideSize)
+		}
+	} else if p = r.a.Reuse(opcodes.NodeSize); p == nil {
 		p = r.a.Alloc(opcodes.NodeSize)
 	}
 	n := (*Node)(p)
-	n.Op = op
+	n.Op, n.Wide = op, wide
 	n.Seq = r.nextSeq()
 	return n
+}
+
+// extOf returns the record of what n, a running OpExec or OpIter frame,
+// waits with, making it on first use; endFrame frees it.
+func (r *root) extOf(n *Node) *callback {
+	if n.Next != 0 {
+		return &r.l.cbs[n.Next]
+	}
+	return r.newExt(n)
+}
+
+func (r *root) newExt(n *Node) *callback {
+	slot, cb := r.l.newCallback(cbFrame)
+	cb.n, cb.seq, cb.epoch = n, n.Seq, r.runEpoch
+	n.Next = opcodes.Link(slot)
+	return cb
 }
 
 // freeNode releases a node that is neither queued nor a frame any more,
@@ -279,7 +304,7 @@ func (r *root) freeNode(n *Node) {
 		r.freeSlot(n.Err)
 	}
 	n.Seq = 0
-	r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
+	r.a.Recycle(unsafe.Pointer(n), n.Size())
 }
 
 // freeQueue frees the nodes queued on n, recursively.

@@ -34,6 +34,7 @@ func TestSemStatsAfterManyFlows(t *testing.T) {
 					as.SetCancel(func(vm.AsyncSteps) {})
 					as.SetTimeout(5 * time.Millisecond)
 				case 3: // waits until canceled
+					_ = as.Resumer()
 					as.WaitExternal()
 				}
 			})
@@ -105,6 +106,9 @@ func TestSemStatsAfterManyFlows(t *testing.T) {
 	}
 	if st.Timers != 0 || st.Queued != 0 {
 		t.Fatalf("work left after every flow ended: %+v", st)
+	}
+	if n := vm.CallbacksInUse(l); n != 0 {
+		t.Fatalf("%d callback entries in use after every flow ended", n)
 	}
 	// Kept and canceled roots are still live; the others went back to the pool.
 	var wantLive int64

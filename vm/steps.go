@@ -212,12 +212,18 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 		return as
 	}
 	r := as.r
-	n := r.newNode(opcodes.OpExec)
+	var n *Node
+	if a|b == 0 {
+		n = r.newNode(opcodes.OpExec)
+	} else {
+		n = r.allocNode(opcodes.OpExec, true)
+		o := n.Ops()
+		o.A, o.B = a, b
+	}
 	n.Fn = r.put(fn)
 	if eh != nil {
 		n.Err = r.put(eh)
 	}
-	n.A, n.B = a, b
 	push(q, n)
 	return as
 }
@@ -400,13 +406,11 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 		return
 	}
 	l := as.r.l
-	if ts := n.TimerSlot(); ts != 0 {
-		l.stopTimer(ts)
-	}
-	slot, cb := l.newCallback(cbTimeout)
-	cb.r, cb.n, cb.seq, cb.epoch = as.r, n, n.Seq, as.r.runEpoch
-	l.arm(slot, cb, d)
-	n.SetTimerSlot(slot)
+	n.Flags |= opcodes.FlagWait
+	e := as.r.extOf(n)
+	l.stopTimer(e)
+	e.r = as.r // kept alive until the timeout fires or stops
+	l.arm(uint32(n.Next), e, d)
 }
 
 // SetCancel sets the function that cancels what the step waits for; it runs
@@ -422,11 +426,13 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 		return
 	}
 	r := as.r
-	if cs := n.CancelSlot(); cs != 0 {
-		r.slots[cs] = fn
+	n.Flags |= opcodes.FlagWait
+	e := r.extOf(n)
+	if e.cancel != 0 {
+		r.slots[e.cancel] = fn
 		return
 	}
-	n.SetCancelSlot(r.put(fn))
+	e.cancel = r.put(fn)
 }
 
 // WaitExternal disables implicit success: the step waits until Success or
@@ -557,10 +563,12 @@ func (r *root) copyQueue(q *Node, m *root, from *Node) {
 	last := from.Tail
 	for k := from.Head; k != 0; {
 		s := at(k)
-		c := r.newNode(s.Op)
+		c := r.allocNode(s.Op, s.Wide)
 		c.Fn = r.copySlot(m, s.Fn)
 		c.Err = r.copySlot(m, s.Err)
-		c.A, c.B = s.A, s.B
+		if s.Wide {
+			*c.Ops() = *s.Ops()
+		}
 		if s.Head != 0 {
 			r.copyQueue(c, m, s)
 		}

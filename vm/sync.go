@@ -121,7 +121,7 @@ func (l *Loop) stepSync(r *root, th, n *Node) {
 		e := &refusals[why]
 		r.st().recordError(e.code, e.info)
 		l.raise(r, th, e.code)
-	case n.B != syncQueued:
+	case n.Ops().B != syncQueued:
 		l.step(r, th) // the section, in this turn, with the values n received
 	}
 }
@@ -129,7 +129,7 @@ func (l *Loop) stepSync(r *root, th, n *Node) {
 // exitSync gives back what OpSync frame n holds as it ends. endFrame calls
 // it for every OpSync frame, before the node is freed.
 func (l *Loop) exitSync(r *root, n *Node) {
-	if n.B != syncIdle {
+	if n.Ops().B != syncIdle {
 		switch p := r.slots[n.Fn].(type) {
 		case *Mutex:
 			p.exit(l, n)
@@ -137,12 +137,12 @@ func (l *Loop) exitSync(r *root, n *Node) {
 			p.exit(n)
 		}
 	}
-	n.A, n.B = 0, syncIdle
+	n.Ops().A, n.Ops().B = 0, syncIdle
 }
 
 // admit marks the queued frame of w admitted in state st and schedules its
 // thread with the values it waited with. The caller frees w afterwards.
 func (l *Loop) admit(w *waiter, st uint64) {
-	w.n.A, w.n.B = 0, st
+	w.n.Ops().A, w.n.Ops().B = 0, st
 	l.schedule(w.r, w.th, &w.args)
 }

@@ -68,7 +68,7 @@ func (t *Throttle) Stats() SyncStats {
 	return SyncStats{Inside: t.count, Queued: t.q.len(), Entered: t.entered, Rejected: t.rejected}
 }
 
-// enter admits thread th, whose OpSync frame n was just pushed (n.B
+// enter admits thread th, whose OpSync frame n was just pushed (n.Ops().B
 // becomes syncPassed), queues it (syncQueued), or refuses it.
 func (t *Throttle) enter(l *Loop, r *root, th, n *Node) refusal {
 	if l != t.l {
@@ -80,22 +80,22 @@ func (t *Throttle) enter(l *Loop, r *root, th, n *Node) refusal {
 	if t.count < t.max && t.q.n == 0 {
 		t.count++
 		t.entered++
-		n.B = syncPassed
+		n.Ops().B = syncPassed
 		return accepted
 	}
 	if t.maxQueue != Unbounded && t.q.n >= t.maxQueue {
 		t.rejected++
 		return refusedThrottleFull
 	}
-	n.A = t.q.push(r, th, n, l.argsCur)
-	n.B = syncQueued
+	n.Ops().A = t.q.push(r, th, n, l.argsCur)
+	n.Ops().B = syncQueued
 	return accepted
 }
 
 // exit takes frame n out of the queue if it still waits.
 func (t *Throttle) exit(n *Node) {
-	if n.B == syncQueued {
-		t.q.remove(n.A)
+	if n.Ops().B == syncQueued {
+		t.q.remove(n.Ops().A)
 	}
 }
 
