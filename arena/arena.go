@@ -448,6 +448,15 @@ func (r Ref) Abandon() (inUse, reserved int64, mark uint64) {
 	return inUse, reserved, mark
 }
 
+// Fixed returns the fixed block of r's arena, which its owner may read
+// until Abandon; nil for a zero Ref.
+func (r Ref) Fixed() unsafe.Pointer {
+	if r.h == nil {
+		return nil
+	}
+	return unsafe.Add(unsafe.Pointer(r.h), firstHdr)
+}
+
 // Owns reports whether p points into the usable part of a chunk a holds. It
 // says nothing about whether p's block is allocated. Its cost is linear in the
 // number of chunks; it is meant for validating pointers handed in from C.

@@ -260,14 +260,20 @@ func TestRootPoolSize(t *testing.T) {
 
 // A running flow the program drops while it waits for an event nothing can
 // deliver any more (no handle, no Resumer) is garbage: once collected, it
-// no longer counts as live or running.
+// no longer counts as live or running, and the loop holds nothing of it
+// (half the flows wait with a cancel handler, whose record is the loop's).
 func TestDroppedWaitingRootLeavesTheStats(t *testing.T) {
 	l := vm.NewLoop()
 	defer l.Close()
 	const n = 100
-	for range n {
+	for i := range n {
 		as := l.NewSteps()
-		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() })
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			if i%2 == 0 {
+				as.SetCancel(func(vm.AsyncSteps) {})
+			}
+			as.WaitExternal()
+		})
 		as.Execute()
 	}
 	l.RunUntilIdle()
@@ -281,5 +287,8 @@ func TestDroppedWaitingRootLeavesTheStats(t *testing.T) {
 	}
 	if s := l.Stats(); s.RunningRoots != 0 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
 		t.Fatalf("after collection: %+v, want no live or running roots", s)
+	}
+	if k := vm.CallbacksInUse(l); k != 0 {
+		t.Fatalf("after collection: %d callback records in use, want 0", k)
 	}
 }

@@ -123,6 +123,9 @@ func reclaimDead(inbox *ringbuf.Queue[inbound]) {
 }
 
 func (l *Loop) reclaimMem(m arena.Ref) {
+	if base := (*Node)(m.Fixed()); base != nil && base.Op == opcodes.OpRoot && base.Seq != 0 {
+		l.dropRecords(base)
+	}
 	inUse, reserved, mark := m.Abandon()
 	l.acct.Remove(inUse, reserved)
 	if mark&markLive != 0 {
@@ -130,6 +133,29 @@ func (l *Loop) reclaimMem(m arena.Ref) {
 	}
 	if mark&markRunning != 0 { // a flow nothing could complete any more
 		l.running--
+	}
+}
+
+// dropRecords frees the callback records of the frames of thread th and of
+// its branches: those of a flow the program dropped while its steps waited
+// with cancel handlers. (A pending timeout or a Resumer keeps its root
+// alive.) The arena, about to be abandoned, still holds the frames.
+func (l *Loop) dropRecords(th *Node) {
+	for f := top(th); f != th; f = at(f.Parent) {
+		switch f.Op {
+		case opcodes.OpExec, opcodes.OpIter:
+			if k := uint32(f.Next); k != 0 && int(k) < len(l.cbs) && l.cbs[k].kind == cbFrame && l.cbs[k].n == f {
+				l.freeCallback(k)
+			}
+		case opcodes.OpParallel:
+			if f.Flags&opcodes.FlagChild != 0 {
+				for k := f.Head; k != 0; k = at(k).Next {
+					if b := at(k); b.Flags&opcodes.FlagDone == 0 {
+						l.dropRecords(b)
+					}
+				}
+			}
+		}
 	}
 }
 
