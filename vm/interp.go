@@ -298,7 +298,7 @@ func (l *Loop) popFrame(r *root, th, n *Node) {
 
 // endExt releases what frame n waits with, and its record.
 func (l *Loop) endExt(r *root, n *Node) {
-	e := &l.cbs[n.Next]
+	e := l.ext(n)
 	l.stopTimer(e)
 	if e.cancel != 0 {
 		r.freeSlot(e.cancel)
@@ -316,7 +316,7 @@ func (l *Loop) endFrame(r *root, n *Node) {
 		l.exitSync(r, n)
 	}
 	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
-		if n.Next != 0 {
+		if l.ext(n) != nil {
 			l.endExt(r, n)
 		}
 	}

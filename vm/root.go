@@ -308,7 +308,7 @@ func (r *root) allocNode(op opcodes.Op, wide bool) *Node {
 // extOf returns the record of what n, a running OpExec or OpIter frame,
 // waits with, making it on first use; endFrame frees it.
 func (r *root) extOf(n *Node) *callback {
-	if n.Next != 0 {
+	if n.Next != 0 { // l.ext, spelled out: with the call, extOf no longer inlines
 		return &r.l.cbs[n.Next]
 	}
 	return r.newExt(n)
