@@ -88,8 +88,7 @@ func (l *Loop) newRoot() *root {
 	if k := len(l.pool); k > 0 {
 		r := l.pool[k-1]
 		l.pool[k-1] = nil
-		l.pool = l.pool[:k-1]
-		r.a.SetMark(markLive)
+		l.pool = l.pool[:k-1] // marked live already: see release
 		r.newBase()
 		return r
 	}
@@ -176,15 +175,18 @@ func (l *Loop) release(r *root) {
 		r.state.future = nil
 	}
 	r.spawned = false
-	r.a.SetMark(markReleased)
 	l.roots--
 	if len(l.pool) < l.poolMax {
+		// A pooled root keeps markLive (newRoot's, or its run's end's) for
+		// newRoot: the pool keeps it reachable, so its cleanup, the mark's
+		// only reader, cannot run while the loop is alive and open.
 		l.pool = append(l.pool, r)
 		return
 	}
 	// The root is dropped: its cleanup returns the arena (kept whole until
 	// then, since stale handles may still reach the root) once it is
 	// collected. resetRun has trimmed it to at most arena.KeepBytes.
+	r.a.SetMark(markReleased)
 }
 
 // resetRun frees everything a run allocated: nodes, slots, stack memory.
