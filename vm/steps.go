@@ -181,6 +181,23 @@ func (as AsyncSteps) target(what string) *Node {
 	return nil
 }
 
+// quickTarget is target's two common cases, inlined: the base of a live,
+// idle root (which has one since steps were added or it left the pool), and
+// the step that is being called. It returns nil where target must decide.
+func (as AsyncSteps) quickTarget() *Node {
+	r, n := as.r, as.n
+	switch {
+	case r == nil:
+	case n == nil:
+		if as.epoch == r.rootEpoch && r.status != rootRunning {
+			return r.base
+		}
+	case n == r.l.inCall && as.epoch == r.runEpoch && n.Seq == as.seq && n.Flags&opcodes.FlagCanceling == 0:
+		return n
+	}
+	return nil
+}
+
 func (r *root) ensureBase() *Node {
 	if r.base == nil {
 		return r.newBase()
@@ -204,12 +221,14 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 		as.misuse("Add with a nil step function")
 		return as
 	}
-	q := as.target("Add")
+	q := as.quickTarget()
 	if q == nil {
-		if f := as.foreign(); f != nil { // Add's dispatch, off its path
-			f.Add(fn, eh)
+		if q = as.target("Add"); q == nil {
+			if f := as.foreign(); f != nil { // Add's dispatch, off its path
+				f.Add(fn, eh)
+			}
+			return as
 		}
-		return as
 	}
 	r := as.r
 	var n *Node
