@@ -332,7 +332,11 @@ func (r *root) freeNode(n *Node) {
 		r.freeSlot(n.Err)
 	}
 	n.Seq = 0
-	r.a.Recycle(unsafe.Pointer(n), n.Size())
+	if n.Wide { // two calls with constant sizes, as in allocNode: each folds its class and count
+		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)
+	} else {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
+	}
 }
 
 // freeQueue frees the nodes queued on n, recursively.
