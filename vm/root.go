@@ -324,13 +324,12 @@ func (r *root) newExt(n *Node) *callback {
 }
 
 // freeNode releases a node that is neither queued nor a frame any more,
-// with the slots its operands hold.
+// with the slots its operands hold. Only the operations that name slots
+// (opcodes.OpExec to OpRepeat, and OpSync) set Fn and Err; the others leave
+// them 0, which names none.
 func (r *root) freeNode(n *Node) {
-	switch n.Op {
-	case opcodes.OpExec, opcodes.OpSuccess, opcodes.OpParallel, opcodes.OpLoop, opcodes.OpRepeat, opcodes.OpSync:
-		r.freeSlot(n.Fn)
-		r.freeSlot(n.Err)
-	}
+	r.freeSlot(n.Fn)
+	r.freeSlot(n.Err)
 	n.Seq = 0
 	if n.Wide { // two calls with constant sizes, as in allocNode: each folds its class and count
 		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)
