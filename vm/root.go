@@ -295,16 +295,25 @@ func (r *root) newNode(op opcodes.Op) *Node { return r.allocNode(op, op.Wide()) 
 func (r *root) allocNode(op opcodes.Op, wide bool) *Node {
 	var p unsafe.Pointer
 	if wide { // two calls with constant sizes: each clears a fixed length
-		if p = r.a.Reuse(opcodes.WideSize); p == nil {
-			p = r.a.Alloc(opcodes.WideSize)
-		}
-	} else if p = r.a.Reuse(opcodes.NodeSize); p == nil {
-		p = r.a.Alloc(opcodes.NodeSize)
+		p = r.a.Reuse(opcodes.WideSize)
+	} else {
+		p = r.a.Reuse(opcodes.NodeSize)
+	}
+	if p == nil { // one call, off the path: no spills on it
+		p = r.carve(wide)
 	}
 	n := (*Node)(p)
 	n.Op, n.Wide = op, wide
 	n.Seq = r.nextSeq()
 	return n
+}
+
+// carve is allocNode's slow path: a node from new arena memory.
+func (r *root) carve(wide bool) unsafe.Pointer {
+	if wide {
+		return r.a.Alloc(opcodes.WideSize)
+	}
+	return r.a.Alloc(opcodes.NodeSize)
 }
 
 // extOf returns the record of what n, a running OpExec or OpIter frame,
