@@ -275,11 +275,12 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 			return
 		}
 		p := at(n.Parent)
-		l.popFrame(r, th, n)
 		if p.Op.IsLoop() {
+			l.parkIteration(r, th, n)
 			l.schedule(r, th, nil) // next iteration
 			return
 		}
+		l.popFrame(r, th, n)
 		if p.Head != 0 {
 			l.schedule(r, th, args)
 			return
@@ -294,6 +295,28 @@ func (l *Loop) popFrame(r *root, th, n *Node) {
 	setTop(th, p)
 	p.Flags &^= opcodes.FlagChild
 	l.endFrame(r, n)
+}
+
+// parkIteration removes iteration frame it, the innermost frame of thread
+// th, releases what it holds (as endFrame does for an OpIter) and parks it
+// on its loop for the next iteration, as callIterations does: a loop whose
+// iterations add steps reuses one frame too. A loop's Tail is free while an
+// iteration runs.
+func (l *Loop) parkIteration(r *root, th, it *Node) {
+	L := at(it.Parent)
+	th.Ops().SetTop(it.Parent)
+	L.Flags &^= opcodes.FlagChild
+	if it.Next != 0 {
+		l.endExt(r, it)
+	}
+	if it.Flags&opcodes.FlagStack != 0 {
+		l.destroyStack(r, it)
+	}
+	if it.Head != 0 {
+		r.freeQueue(it)
+	}
+	it.Seq = 0
+	L.Tail = link(it)
 }
 
 // endExt releases what frame n waits with, and its record.
