@@ -189,20 +189,25 @@ func (l *Loop) step(r *root, th *Node) {
 		thSeq := th.Seq
 		p := l.callExec(fn, as, Args{l.argsCur})
 		if p == nil && r.runEpoch == as.epoch && th.Seq == thSeq && n.Seq == as.seq &&
-			top(th) == n && n.Head == 0 && n.Next == 0 && n.Flags == opcodes.FlagRunning {
-			// The common case in line: a plain step (no sub-steps, timer,
-			// cancel handler, wait or Stack memory) ended by implicit success
-			// (FTN12 1.6): complete's first round, with endFrame reduced to
-			// what such a frame holds.
-			setTop(th, f)
-			f.Flags &^= opcodes.FlagChild
-			r.freeNode(n)
-			if f.Head != 0 || f.Op.IsLoop() {
-				l.schedule(r, th, nil)
-			} else {
-				l.complete(r, th, f, nil)
+			top(th) == n && n.Head == 0 {
+			if n.Next == 0 && n.Flags == opcodes.FlagRunning {
+				// The common case in line: a plain step (no sub-steps, timer,
+				// cancel handler, wait or Stack memory) ended by implicit
+				// success (FTN12 1.6): complete's first round, with endFrame
+				// reduced to what such a frame holds.
+				setTop(th, f)
+				f.Flags &^= opcodes.FlagChild
+				r.freeNode(n)
+				if f.Head != 0 || f.Op.IsLoop() {
+					l.schedule(r, th, nil)
+				} else {
+					l.complete(r, th, f, nil)
+				}
+				return
 			}
-			return
+			if n.Flags&opcodes.FlagWait != 0 {
+				return // the next common case: the step waits (as in after)
+			}
 		}
 		l.after(r, th, thSeq, as, p)
 	case opcodes.OpSuccess:
