@@ -168,20 +168,24 @@ func threadOf(n *Node) *Node {
 
 // step executes the next instruction of thread th.
 func (l *Loop) step(r *root, th *Node) {
-	f := top(th)
+	// The links of f and n are at hand: stored as they are, not converted
+	// back from pointers.
+	fk := th.Ops().Top()
+	f := at(fk)
 	if f.Op.IsLoop() {
 		l.iterate(r, th, f)
 		return
 	}
+	nk := f.Head
 	n := pop(f)
 	if n == nil {
 		l.complete(r, th, f, l.argsCur)
 		return
 	}
-	n.Parent = link(f)
+	n.Parent = fk
 	n.Flags |= opcodes.FlagRunning
 	f.Flags |= opcodes.FlagChild
-	setTop(th, n)
+	th.Ops().SetTop(nk)
 	switch n.Op {
 	case opcodes.OpExec:
 		fn, _ := r.slots[n.Fn].(ExecFunc)
@@ -195,7 +199,7 @@ func (l *Loop) step(r *root, th *Node) {
 				// cancel handler, wait or Stack memory) ended by implicit
 				// success (FTN12 1.6): complete's first round, with endFrame
 				// reduced to what such a frame holds.
-				setTop(th, f)
+				th.Ops().SetTop(fk)
 				f.Flags &^= opcodes.FlagChild
 				r.freeNode(n)
 				if f.Head != 0 || f.Op.IsLoop() {
@@ -297,7 +301,7 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 // popFrame removes the innermost frame n of thread th and frees it.
 func (l *Loop) popFrame(r *root, th, n *Node) {
 	p := at(n.Parent)
-	setTop(th, p)
+	th.Ops().SetTop(n.Parent)
 	p.Flags &^= opcodes.FlagChild
 	l.endFrame(r, n)
 }
