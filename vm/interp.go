@@ -594,36 +594,49 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 // iteration run.
 func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 	prev := l.enter(nil)
+	returned := false
 	defer func() {
-		p = recover()
+		if !returned { // as in callExec
+			p = recover()
+		}
 		l.leave(prev)
 	}()
 	epoch := r.runEpoch
-	rep, _ := r.slots[L.Fn].(func(AsyncSteps, int))
-	loop, _ := r.slots[L.Fn].(func(AsyncSteps))
+	Lk := th.Ops().Top() // L is the innermost frame
+	// rep is set exactly for a Repeat (bodies are not nil), loop otherwise.
+	var rep func(AsyncSteps, int)
+	var loop func(AsyncSteps)
+	if L.Op == opcodes.OpRepeat {
+		rep, _ = r.slots[L.Fn].(func(AsyncSteps, int))
+	} else {
+		loop, _ = r.slots[L.Fn].(func(AsyncSteps))
+	}
 	for budget := inlineBudget; ; budget-- {
 		var i uint64
-		if L.Op == opcodes.OpRepeat {
+		if rep != nil {
 			o := L.Ops()
 			if o.A >= o.B {
 				*as = AsyncSteps{}
+				returned = true
 				return nil
 			}
 			i = o.A
 			o.A++
 		}
 		var it *Node
-		if L.Tail != 0 { // an iteration frame parked by the previous iteration
-			it = at(L.Tail)
+		itk := L.Tail
+		if itk != 0 { // an iteration frame parked by the previous iteration
+			it = at(itk)
 			L.Tail = 0
 			it.Seq = r.nextSeq()
 		} else {
 			it = r.newNode(opcodes.OpIter)
+			itk = link(it)
 		}
-		it.Parent = link(L)
+		it.Parent = Lk
 		it.Flags = opcodes.FlagRunning
 		L.Flags |= opcodes.FlagChild
-		setTop(th, it)
+		th.Ops().SetTop(itk)
 		*as = AsyncSteps{r: r, n: it, seq: it.Seq, epoch: epoch}
 		l.inCall = it
 		if rep != nil {
@@ -632,15 +645,16 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 			loop(*as)
 		}
 		l.inCall = nil
-		if r.runEpoch != epoch || it.Seq != as.seq || top(th) != it ||
+		if r.runEpoch != epoch || it.Seq != as.seq || th.Ops().Top() != itk ||
 			it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
 			budget == 0 || l.runq.len() > 0 {
+			returned = true
 			return nil // the caller finishes this iteration as any step
 		}
-		setTop(th, L) // implicit success: park the frame for the next iteration
+		th.Ops().SetTop(Lk) // implicit success: park the frame for the next iteration
 		L.Flags &^= opcodes.FlagChild
 		it.Seq = 0
-		L.Tail = link(it)
+		L.Tail = itk
 	}
 }
 
