@@ -289,7 +289,9 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 			l.schedule(r, th, nil) // next iteration
 			return
 		}
-		l.popFrame(r, th, n)
+		th.Ops().SetTop(n.Parent) // popFrame, in line
+		p.Flags &^= opcodes.FlagChild
+		l.endFrame(r, n)
 		if p.Head != 0 {
 			l.schedule(r, th, args)
 			return
