@@ -1,6 +1,9 @@
 package wheel
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // A Timer is a handle to a timer scheduled by [Wheel.Add]. It pairs a node
 // index with the node's generation at Add, so a handle whose timer has fired
@@ -42,7 +45,7 @@ type Wheel struct {
 	// list (see file); entries of timers stopped since stay until the next
 	// filing, or go when no staged timer is left. liveStaged counts the
 	// timers still pending among them, and stagedMin is never after the
-	// earliest deadline of those.
+	// earliest deadline of those (math.MaxInt64 when there are none).
 	staged     []stagedTimer
 	liveStaged int
 	stagedMin  int64
@@ -51,6 +54,13 @@ type Wheel struct {
 	// order; liveUnsealed counts those not stopped since.
 	unsealed     []stagedTimer
 	liveUnsealed int
+
+	// quiet is a time before which Pop, staged timers aside, has nothing
+	// to do: no filed timer is due and cur would not move (the start of
+	// cur's tick if a timer is due in it, else of the next). Pop sets it
+	// when it reports none due; filing, which may make a timer due at cur,
+	// lowers it to math.MinInt64.
+	quiet int64
 }
 
 // stagedTimer names a staged timer: its node and the node's generation at
@@ -70,9 +80,11 @@ func New(start int64, tick time.Duration) *Wheel {
 		tick = time.Millisecond
 	}
 	return &Wheel{
-		start: start,
-		tick:  uint64(tick),
-		nodes: make([]node, 1, 64),
+		start:     start,
+		tick:      uint64(tick),
+		nodes:     make([]node, 1, 64),
+		quiet:     start,
+		stagedMin: math.MaxInt64,
 	}
 }
 
@@ -105,9 +117,7 @@ func (w *Wheel) Add(deadline int64, data uint64) Timer {
 func (w *Wheel) stage(s stagedTimer, deadline int64) {
 	n := &w.nodes[s.idx]
 	n.due, n.list = uint64(deadline), stagedList // due holds the deadline until filed
-	if w.liveStaged == 0 || deadline < w.stagedMin {
-		w.stagedMin = deadline
-	}
+	w.stagedMin = min(w.stagedMin, deadline)
 	w.staged = append(w.staged, s)
 	w.liveStaged++
 }
@@ -126,7 +136,8 @@ func (w *Wheel) file() {
 		w.push(w.listFor(n.due), s.idx)
 	}
 	w.staged = w.staged[:0]
-	w.liveStaged = 0
+	w.liveStaged, w.stagedMin = 0, math.MaxInt64
+	w.quiet = math.MinInt64
 }
 
 // AddAfter schedules a timer carrying data due d after the time given to
@@ -184,6 +195,7 @@ func (w *Wheel) Stop(t Timer) bool {
 		w.liveStaged--
 		if w.liveStaged == 0 {
 			w.staged = w.staged[:0] // every entry is stale
+			w.stagedMin = math.MaxInt64
 		}
 	case unsealedList:
 		w.liveUnsealed--
@@ -223,16 +235,27 @@ func (w *Wheel) Len() int {
 // a timer due after the tick containing now, even if now is earlier than in
 // a previous call.
 func (w *Wheel) Pop(now int64) (data uint64, ok bool) {
+	// Before quiet and the earliest staged deadline, pop would find nothing
+	// to do; this test is small enough for Pop to be inlined.
+	if now >= min(w.quiet, w.stagedMin) {
+		data, ok = w.pop(now)
+	}
+	return
+}
+
+// pop is Pop past the test of quiet.
+func (w *Wheel) pop(now int64) (data uint64, ok bool) {
 	end, reached := w.floorTick(now)
 	if !reached {
 		return 0, false
 	}
-	if w.liveStaged > 0 && w.stagedMin <= now {
+	if w.stagedMin <= now {
 		w.file() // one may be due: a due timer's deadline is not after now
 	}
 	for {
 		if i := w.head[w.cur%level0Slots]; i != nilIndex {
 			if w.cur > end {
+				w.quiet = w.timeOf(w.cur)
 				return 0, false
 			}
 			w.unlink(i)
@@ -242,6 +265,7 @@ func (w *Wheel) Pop(now int64) (data uint64, ok bool) {
 			return data, true
 		}
 		if w.cur >= end {
+			w.quiet = w.timeOf(w.cur + 1)
 			return 0, false
 		}
 		at, l, ok := w.next()
@@ -249,6 +273,7 @@ func (w *Wheel) Pop(now int64) (data uint64, ok bool) {
 			// Nothing happens by end: every span entered on the
 			// way is empty.
 			w.cur = end
+			w.quiet = w.timeOf(end + 1)
 			return 0, false
 		}
 		w.cur = at
