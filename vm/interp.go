@@ -324,8 +324,8 @@ func (l *Loop) parkIteration(r *root, th, it *Node) {
 	L := at(it.Parent)
 	th.Ops().SetTop(it.Parent)
 	L.Flags &^= opcodes.FlagChild
-	if it.Next != 0 {
-		l.endExt(r, it)
+	if e := l.ext(it); e != nil {
+		l.endExt(r, it, e)
 	}
 	if it.Flags&opcodes.FlagStack != 0 {
 		l.destroyStack(r, it)
@@ -337,10 +337,11 @@ func (l *Loop) parkIteration(r *root, th, it *Node) {
 	L.Tail = link(it)
 }
 
-// endExt releases what frame n waits with, and its record.
-func (l *Loop) endExt(r *root, n *Node) {
-	e := l.ext(n)
-	l.stopTimer(e)
+// endExt releases what frame n waits with, and its record e.
+func (l *Loop) endExt(r *root, n *Node, e *callback) {
+	if e.tm != (wheel.Timer{}) {
+		l.wheel.Stop(e.tm) // freeCallback clears e.tm and e.r
+	}
 	if e.cancel != 0 {
 		r.freeSlot(e.cancel)
 	}
@@ -357,8 +358,8 @@ func (l *Loop) endFrame(r *root, n *Node) {
 		l.exitSync(r, n)
 	}
 	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
-		if l.ext(n) != nil {
-			l.endExt(r, n)
+		if e := l.ext(n); e != nil {
+			l.endExt(r, n, e)
 		}
 	}
 	if n.Flags&opcodes.FlagStack != 0 {
