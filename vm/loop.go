@@ -392,11 +392,13 @@ func (l *Loop) pass() (now int64, more bool) {
 		}
 	}
 	l.inPass = false
-	if l.wheel.Unsealed() {
-		l.wheel.Seal(l.passTime())
-	}
-	if l.wheel.Len() > 0 {
+	if l.wheel.Len() > 0 { // Len counts the unsealed timers
+		// One reading, taken after every timer of the pass was set, seals
+		// them and fires the due ones.
 		now = l.passTime()
+		if l.wheel.Unsealed() {
+			l.wheel.Seal(now)
+		}
 		for {
 			data, ok := l.wheel.Pop(now)
 			if !ok {
