@@ -25,18 +25,20 @@ type node struct {
 	data       uint64
 }
 
-// alloc returns the index of an unused node, growing the slab only when the
-// free list is empty.
-func (w *Wheel) alloc() uint32 {
+// alloc returns an unused node and its index, growing the slab only when
+// the free list is empty.
+func (w *Wheel) alloc() (uint32, *node) {
 	if i := w.free; i != nilIndex {
-		w.free = w.nodes[i].next
-		return i
+		n := &w.nodes[i]
+		w.free = n.next
+		return i, n
 	}
 	if uint64(len(w.nodes)) > uint64(^uint32(0)) {
 		panic("wheel: too many timers")
 	}
 	w.nodes = append(w.nodes, node{list: freeList})
-	return uint32(len(w.nodes) - 1)
+	i := len(w.nodes) - 1
+	return uint32(i), &w.nodes[i]
 }
 
 // release returns node i, already unlinked, to the free list. Reuse is LIFO

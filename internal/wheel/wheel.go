@@ -103,8 +103,7 @@ func (w *Wheel) Add(deadline int64, data uint64) Timer {
 	if len(w.staged) == maxStaged {
 		w.file()
 	}
-	i := w.alloc()
-	n := &w.nodes[i]
+	i, n := w.alloc()
 	n.data = data
 	w.stage(stagedTimer{i, n.gen}, deadline)
 	w.n++
@@ -151,8 +150,7 @@ func (w *Wheel) file() {
 // taken after the timer was set is never early, and a timer stopped before
 // the pass ends costs no reading at all. AddAfter takes constant time.
 func (w *Wheel) AddAfter(d int64, data uint64) Timer {
-	i := w.alloc()
-	n := &w.nodes[i]
+	i, n := w.alloc()
 	n.due, n.data, n.list = uint64(d), data, unsealedList // due holds d until sealed
 	w.unsealed = append(w.unsealed, stagedTimer{i, n.gen})
 	w.liveUnsealed++
