@@ -75,7 +75,8 @@ func (l *Loop) classify(r *root, p any) (outcome, string) {
 
 // runThread runs the next step of the thread task t names, then, while the
 // run queue is empty and the budget lasts, the steps the thread schedules
-// for itself.
+// for itself. The thread stays the loop's current one (cur, curTh) after
+// the turn: pass restores them before it runs anything else.
 func (l *Loop) runThread(t *task) {
 	r, th := t.r, at(t.th)
 	t.r = nil // the queue must not keep a dropped root alive
@@ -100,7 +101,6 @@ func (l *Loop) runThread(t *task) {
 	if stale {
 		return // the flow ended, the branch was freed, or it moved on
 	}
-	prevR, prevTh := l.cur, l.curTh
 	l.cur, l.curTh = r, th
 	for budget := inlineBudget; ; budget-- {
 		l.inline = false
@@ -116,7 +116,6 @@ func (l *Loop) runThread(t *task) {
 		l.argsCur, l.argsNxt = l.argsNxt, l.argsCur
 	}
 	l.argsCur.clear()
-	l.cur, l.curTh = prevR, prevTh
 }
 
 // schedule makes thread th runnable with args (nil: no values). The thread

@@ -382,15 +382,21 @@ func (l *Loop) pass() (now int64, more bool) {
 	if !l.inbox.Empty() {
 		l.inbox.Drain(l.drainFn)
 	}
+	// A thread task leaves its thread current (runThread); anything else
+	// runs with the current thread of the pass's caller (none, unless a
+	// step runs passes), put back once here rather than after every turn.
+	prevR, prevTh := l.cur, l.curTh
 	for n := l.runq.len(); n > 0; n-- {
 		// The entry's fields are read first: pushes made while it runs
 		// may reuse it.
 		if t := l.runq.pop(); t.slot != 0 {
+			l.cur, l.curTh = prevR, prevTh
 			l.runImmediate(t.slot, t.gen)
 		} else {
 			l.runThread(t)
 		}
 	}
+	l.cur, l.curTh = prevR, prevTh
 	l.inPass = false
 	if l.wheel.Len() > 0 { // Len counts the unsealed timers
 		// One reading, taken after every timer of the pass was set, seals
