@@ -376,6 +376,9 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 // pass is Iterate without the delay: it reports whether immediate work
 // remains, and the loop time it read for the timers (0 if none).
 func (l *Loop) pass() (now int64, more bool) {
+	if l.depth > 0 {
+		nestedPass()
+	}
 	l.claim()
 	l.passNow = 0
 	l.inPass = true
@@ -383,20 +386,18 @@ func (l *Loop) pass() (now int64, more bool) {
 		l.inbox.Drain(l.drainFn)
 	}
 	// A thread task leaves its thread current (runThread); anything else
-	// runs with the current thread of the pass's caller (none, unless a
-	// step runs passes), put back once here rather than after every turn.
-	prevR, prevTh := l.cur, l.curTh
+	// runs with none, put back here rather than after every turn.
 	for n := l.runq.len(); n > 0; n-- {
 		// The entry's fields are read first: pushes made while it runs
 		// may reuse it.
 		if t := l.runq.pop(); t.slot != 0 {
-			l.cur, l.curTh = prevR, prevTh
+			l.cur, l.curTh = nil, nil
 			l.runImmediate(t.slot, t.gen)
 		} else {
 			l.runThread(t)
 		}
 	}
-	l.cur, l.curTh = prevR, prevTh
+	l.cur, l.curTh = nil, nil
 	l.inPass = false
 	if l.wheel.Len() > 0 { // Len counts the unsealed timers
 		// One reading, taken after every timer of the pass was set, seals
@@ -414,6 +415,15 @@ func (l *Loop) pass() (now int64, more bool) {
 		}
 	}
 	return now, l.runq.len() > 0 || !l.inbox.Empty()
+}
+
+// nestedPass rejects a pass started from inside one of the loop's own
+// callbacks (a step, a handler, an Immediate...): the flows of the outer
+// pass are mid-turn, so an inner pass could neither finish them nor leave
+// them as they were. Inside a step the panic fails that step's flow with
+// InternalError; elsewhere it goes to the loop's panic handler.
+func nestedPass() {
+	panic(&Error{Code: InternalError, Info: "a Loop cannot run (Run, RunUntilIdle, Iterate) inside its own callbacks"})
 }
 
 // RunUntilIdle runs passes until no immediate work is left and no timer is

@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -90,6 +91,51 @@ func TestSemMisuseInsideStep(t *testing.T) {
 				if line == "sibling never" || line == "next never" {
 					t.Fatalf("a step ran after the misuse: %q", log.lines)
 				}
+			}
+		})
+	}
+}
+
+// A loop does not run inside its own callbacks: Run, RunUntilIdle or
+// Iterate called from a step fails that step's flow with InternalError,
+// called from an Immediate it goes to the panic handler, and the outer pass
+// goes on with the flows it had queued (a flow queued behind the step
+// completes; a nested pass would once have rescheduled it for ever).
+func TestSemMisuseNestedPass(t *testing.T) {
+	runs := map[string]func(l *vm.Loop){
+		"RunUntilIdle": func(l *vm.Loop) { l.RunUntilIdle() },
+		"Iterate":      func(l *vm.Loop) { l.Iterate() },
+		"Run":          func(l *vm.Loop) { l.Run(context.Background()) },
+	}
+	for name, run := range runs {
+		t.Run(name, func(t *testing.T) {
+			var handled []any
+			l := vm.NewLoop(vm.WithPanicHandler(func(v any) { handled = append(handled, v) }))
+			defer l.Close()
+			var log semLog
+			other := l.NewSteps()
+			other.Add(log.step("other"))
+			var g *vm.Future
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				g = other.Promise()
+				run(l)
+				log.add("after the nested pass")
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				semInfoMentions(t, as.State().ErrorInfo(), "inside its own callbacks")
+			})
+			f := root.Promise()
+			l.Immediate(func() { run(l) })
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+			semOK(t, g)
+			semExpect(t, &log, "handler InternalError", "other")
+			if len(handled) != 1 {
+				t.Fatalf("panic handler got %v, want one error", handled)
+			}
+			if e, ok := handled[0].(*vm.Error); !ok || e.Code != vm.InternalError {
+				t.Fatalf("panic handler got %#v, want an InternalError", handled[0])
 			}
 		})
 	}

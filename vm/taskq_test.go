@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"slices"
 	"testing"
 	"unsafe"
 )
@@ -77,50 +76,3 @@ func TestTaskValues(t *testing.T) {
 	}
 }
 
-// A pass run from inside a step gives the step's thread back as the
-// loop's current one, for the callbacks it runs and after it: a callback
-// there that completes another flow ends it, and the step's next step
-// still runs in line, in the same pass. (The flows the inner pass runs
-// only wait: a flow that completes in a pass run from a step does not end
-// today, it keeps scheduling itself.)
-func TestNestedPass(t *testing.T) {
-	l := NewLoop()
-	defer l.Close()
-	var log []string
-	var waiting [2]AsyncSteps
-	waiter := func(i int, name string) AsyncSteps {
-		as := l.NewSteps()
-		as.Add(func(as AsyncSteps, _ Args) {
-			as.WaitExternal()
-			waiting[i] = as
-			log = append(log, name)
-		})
-		return as
-	}
-	other, third := waiter(0, "other"), waiter(1, "third")
-	root := l.NewSteps()
-	root.Add(func(as AsyncSteps, _ Args) {
-		other.Execute()
-		l.Immediate(func() {
-			log = append(log, "immediate")
-			waiting[0].Success()
-		})
-		third.Execute()
-		l.RunUntilIdle()
-		log = append(log, "first")
-	}).Add(func(as AsyncSteps, _ Args) { log = append(log, "second") })
-	root.Execute()
-	l.Iterate()
-	want := []string{"other", "immediate", "third", "first", "second"}
-	if !slices.Equal(log, want) {
-		t.Fatalf("after one pass: %q, want %q", log, want)
-	}
-	if s := l.Stats(); s.RunningRoots != 1 || s.Queued != 0 {
-		t.Fatalf("%d roots running and %d tasks queued, want 1 and 0", s.RunningRoots, s.Queued)
-	}
-	waiting[1].Success()
-	l.RunUntilIdle()
-	if s := l.Stats(); s.RunningRoots != 0 {
-		t.Fatalf("%d roots running, want none", s.RunningRoots)
-	}
-}
