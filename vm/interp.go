@@ -116,6 +116,7 @@ func (l *Loop) runThread(t *task) {
 		l.argsCur, l.argsNxt = l.argsNxt, l.argsCur
 	}
 	l.argsCur.clear()
+	l.argsNxt.clear() // values a queued continuation took, or one stopped
 }
 
 // schedule makes thread th runnable with args (nil: no values). The thread

@@ -76,3 +76,24 @@ func TestTaskValues(t *testing.T) {
 	}
 }
 
+// The loop's value buffers keep nothing alive once the flows are done:
+// not the values a thread took with it when its continuation was queued
+// behind another flow, nor those past the count of a later, shorter set.
+func TestLoopKeepsNoValues(t *testing.T) {
+	l := NewLoop()
+	defer l.Close()
+	four := []Value{Str("a"), Str("b"), Str("c"), Str("d")}
+	for range 2 {
+		root := l.NewSteps()
+		root.Add(func(as AsyncSteps, _ Args) { as.Success(four...) }).
+			Add(func(as AsyncSteps, _ Args) { as.Success(Str("one")) }).
+			Add(func(AsyncSteps, Args) {})
+		root.Execute()
+	}
+	l.RunUntilIdle()
+	for _, b := range []*argBuf{l.argsCur, l.argsNxt} {
+		if b.v != [MaxArgs]Value{} {
+			t.Fatalf("a value buffer keeps %v", b.v)
+		}
+	}
+}

@@ -193,6 +193,9 @@ func (b *argBuf) set(vals []Value) {
 }
 
 func (b *argBuf) copyFrom(o *argBuf) {
+	for i := o.n; i < b.n; i++ { // values past o's would stay alive unseen
+		b.v[i] = Value{}
+	}
 	b.n = o.n
 	for i := uint8(0); i < o.n; i++ {
 		b.v[i] = o.v[i]
