@@ -24,8 +24,8 @@ func (as AsyncSteps) Promise() *Future {
 		close(f.done)
 		return f
 	}
-	if r.status == rootRunning {
-		r.l.misuse(r, "Promise on a root that is still running")
+	if r.status == rootRunning || r.releasing {
+		r.refuseStart("Promise")
 		f := &Future{done: make(chan struct{}), err: &Error{Code: InternalError, Info: "Promise on a running root"}}
 		close(f.done)
 		return f

@@ -38,9 +38,10 @@ type root struct {
 	// is in the arena's off-heap header, named by a.Ref().
 	a arena.Arena
 
-	l       *Loop
-	status  uint8
-	spawned bool
+	l         *Loop
+	status    uint8
+	spawned   bool
+	releasing bool // Release is canceling the run: it must not restart
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
 	// Foreign a stand-in root dispatches to), which keeps the root at 240
@@ -162,7 +163,9 @@ func (l *Loop) dropRecords(th *Node) {
 // invalid and the root goes back to the pool.
 func (l *Loop) release(r *root) {
 	if r.status == rootRunning {
+		r.releasing = true
 		l.cancelRoot(r)
+		r.releasing = false
 	}
 	r.nativeReleased()
 	r.rootEpoch++

@@ -141,6 +141,46 @@ func TestSemMisuseNestedPass(t *testing.T) {
 	}
 }
 
+// A cancel handler that restarts its own root while Release cancels it
+// (ending the run with Cancel first, so that the root is idle) does not
+// start it: the released root neither counts as running nor runs later,
+// and the pool hands it out clean.
+func TestSemMisuseRestartDuringRelease(t *testing.T) {
+	for _, start := range []string{"Execute", "Promise"} {
+		t.Run(start, func(t *testing.T) {
+			l, _ := semLoop()
+			ran := false
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) {
+					root.Cancel()
+					root.Add(func(vm.AsyncSteps, vm.Args) { ran = true })
+					if start == "Execute" {
+						root.Execute()
+					} else {
+						root.Promise()
+					}
+				})
+			})
+			root.Execute()
+			l.RunUntilIdle()
+			root.Release()
+			l.RunUntilIdle()
+			if s := l.Stats(); ran || s.RunningRoots != 0 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
+				t.Fatalf("after Release: restarted step ran %v, stats %+v", ran, s)
+			}
+			next := l.NewSteps()
+			next.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7)) })
+			f := next.Promise()
+			l.RunUntilIdle()
+			if got := semOK(t, f); got.Int(0) != 7 {
+				t.Fatalf("the next root from the pool gave %v", got.Int(0))
+			}
+			next.Release()
+		})
+	}
+}
+
 // Misuse after a step completed, when it was the flow's last step, must not
 // leave the flow reporting success.
 func TestSemMisuseInLastStep(t *testing.T) {

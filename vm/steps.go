@@ -476,14 +476,25 @@ func (as AsyncSteps) Execute() {
 		return
 	}
 	l := r.l
-	if r.status == rootRunning {
-		l.misuse(r, "Execute on a root that is still running")
+	if r.status == rootRunning || r.releasing {
+		r.refuseStart("Execute")
 		return
 	}
 	r.status = rootRunning
 	l.running++
 	r.a.SetMark(markLive | markRunning)
 	l.pushFlow(r, r.ensureBase(), nil)
+}
+
+// refuseStart reports the misuse of starting r (what: Execute or Promise)
+// while it runs, or while Release cancels it: a cancel handler that
+// restarted its root then would leave a released root running.
+func (r *root) refuseStart(what string) {
+	if r.releasing {
+		r.l.misuse(r, what+" on a root that is being released")
+		return
+	}
+	r.l.misuse(r, what+" on a root that is still running")
 }
 
 // Cancel cancels a running root: cancel handlers run innermost first, and
