@@ -10,7 +10,7 @@ import "unsafe"
 // runtime call of recover when the callee returned.
 
 func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args Args) (p any) {
-	prev := l.enter(as.n)
+	prev := l.enter(frameID(as.n))
 	returned := false
 	defer func() {
 		if !returned { // recover costs a runtime call: skip it when fn returned
@@ -24,7 +24,7 @@ func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args Args) (p any) {
 }
 
 func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
-	prev := l.enter(as.n)
+	prev := l.enter(frameID(as.n))
 	returned := false
 	defer func() {
 		if !returned {
@@ -52,7 +52,7 @@ func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) any {
 // handles are recorded, not carried out (see AsyncSteps' misuse rules).
 // fn does not escape, so the closures above stay on the stack.
 func (l *Loop) callTeardown(fn func()) (p any) {
-	prev := l.enter(nil)
+	prev := l.enter(0)
 	l.teardown++
 	defer func() {
 		p = recover()
@@ -66,7 +66,7 @@ func (l *Loop) callTeardown(fn func()) (p any) {
 // callFunc runs an Immediate, Deferred or Post callback. Its panic belongs
 // to no flow: it goes to the loop's panic handler.
 func (l *Loop) callFunc(fn func()) {
-	prev := l.enter(nil)
+	prev := l.enter(0)
 	var p any
 	func() {
 		defer func() {
@@ -87,15 +87,16 @@ func (l *Loop) callFunc(fn func()) {
 	}
 }
 
-// enter marks frame n (nil for none) as the one whose code is running.
-func (l *Loop) enter(n *Node) *Node {
+// enter marks the frame with id n (0 for none) as the one whose code is
+// running.
+func (l *Loop) enter(n uintptr) uintptr {
 	prev := l.inCall
 	l.inCall = n
 	l.depth++
 	return prev
 }
 
-func (l *Loop) leave(prev *Node) {
+func (l *Loop) leave(prev uintptr) {
 	l.inCall = prev
 	l.depth--
 }

@@ -608,7 +608,7 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 // Repeat has run its count (as.n is nil then). as is the handle of the last
 // iteration run.
 func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
-	prev := l.enter(nil)
+	prev := l.enter(0)
 	returned := false
 	defer func() {
 		if !returned { // as in callExec
@@ -653,13 +653,13 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 		L.Flags |= opcodes.FlagChild
 		th.Ops().SetTop(itk)
 		*as = AsyncSteps{r: r, n: it, seq: it.Seq, epoch: epoch}
-		l.inCall = it
+		l.inCall = frameID(it)
 		if rep != nil {
 			rep(*as, int(i))
 		} else {
 			loop(*as)
 		}
-		l.inCall = nil
+		l.inCall = 0
 		if r.runEpoch != epoch || it.Seq != as.seq || th.Ops().Top() != itk ||
 			it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
 			budget == 0 || l.runq.len() > 0 {

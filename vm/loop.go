@@ -64,7 +64,7 @@ type Loop struct {
 	curTh    *Node   // that thread's base
 	inline   bool    // curTh scheduled itself again; next holds its args
 	depth    int     // user callbacks on the Go stack
-	inCall   *Node   // frame whose function or error handler runs innermost
+	inCall   uintptr // frameID of the frame whose function or error handler runs innermost; 0: none
 	teardown int     // cancel handlers and destroy callbacks on the Go stack
 	argsCur  *argBuf // values passed to the step being called
 	argsNxt  *argBuf // values for the inline continuation

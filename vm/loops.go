@@ -100,7 +100,7 @@ func (as AsyncSteps) loopCtl(u *unwinding, label []string) {
 		return
 	}
 	n, ok := as.frame()
-	if !ok || as.r.l.inCall != n {
+	if !ok || as.r.l.inCall != frameID(n) {
 		as.misuse("Break or Continue outside of a step's execution")
 		return
 	}

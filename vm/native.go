@@ -33,7 +33,7 @@ func AddNative(as AsyncSteps, fn ExecFunc, onError ErrorFunc, w NativeWords) Asy
 // returns zero words for any other handle.
 func TakeNativeWords(as AsyncSteps) NativeWords {
 	n, ok := as.frame()
-	if !ok || n.Op != opcodes.OpExec || n != as.r.l.inCall {
+	if !ok || n.Op != opcodes.OpExec || frameID(n) != as.r.l.inCall {
 		return NativeWords{}
 	}
 	if !n.Wide {

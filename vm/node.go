@@ -24,6 +24,12 @@ func top(th *Node) *Node { return at(th.Ops().Top()) }
 // setTop records f as the innermost frame of the thread whose base is th.
 func setTop(th, f *Node) { th.Ops().SetTop(link(f)) }
 
+// frameID returns n's address as an integer: an identity (of the frame
+// whose code runs: Loop.inCall) that the garbage collector need not see, as
+// nodes live in arena memory outside the Go heap, so that storing it is a
+// plain store with no write barrier. It is never turned back into a pointer.
+func frameID(n *Node) uintptr { return uintptr(unsafe.Pointer(n)) }
+
 // tok returns the wake token of the thread whose base is th.
 func tok(th *Node) *uint64 { return &th.Ops().B }
 

@@ -93,7 +93,7 @@ func (as AsyncSteps) State() *State {
 // ignored otherwise. In a cancel handler or a Stack destroy callback it is
 // only recorded in r's state: the flow is already ending.
 func (l *Loop) misuse(r *root, info string) {
-	if l.inCall != nil { // a step's function or error handler is the caller
+	if l.inCall != 0 { // a step's function or error handler is the caller
 		panic(&Error{Code: InternalError, Info: info})
 	}
 	if l.teardown > 0 {
@@ -171,7 +171,7 @@ func (as AsyncSteps) target(what string) *Node {
 		return n
 	case n.Flags&opcodes.FlagCanceling != 0:
 		return nil
-	case n == r.l.inCall:
+	case frameID(n) == r.l.inCall:
 		return n
 	case n.Op == opcodes.OpParallel:
 		r.l.misuse(r, what+" on a parallel step that has already started")
@@ -192,7 +192,7 @@ func (as AsyncSteps) quickTarget() *Node {
 		if as.epoch == r.rootEpoch && r.status != rootRunning {
 			return r.base
 		}
-	case n == r.l.inCall && as.epoch == r.runEpoch && n.Seq == as.seq && n.Flags&opcodes.FlagCanceling == 0:
+	case frameID(n) == r.l.inCall && as.epoch == r.runEpoch && n.Seq == as.seq && n.Flags&opcodes.FlagCanceling == 0:
 		return n
 	}
 	return nil
@@ -371,7 +371,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 	if code == "" {
 		code = InternalError
 	}
-	if n == l.inCall && n.Head != 0 && n.Flags&opcodes.FlagInError == 0 {
+	if frameID(n) == l.inCall && n.Head != 0 && n.Flags&opcodes.FlagInError == 0 {
 		// FTN12 2.1: a step that added sub-steps must not call error(). (An
 		// error handler may: its Error changes the code, FTN12 2.1.)
 		inf = "Error(" + code + ") after sub-steps were added: a step with sub-steps completes when they do"
@@ -380,7 +380,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 	if n.Flags&opcodes.FlagCanceling == 0 {
 		r.st().recordError(code, inf)
 	}
-	if n == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
+	if frameID(n) == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
 		l.pend.code = code
 		panic(unwindError)
 	}
