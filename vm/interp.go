@@ -192,7 +192,7 @@ func (l *Loop) step(r *root, th *Node) {
 		as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
 		thSeq := th.Seq
 		p := l.callExec(fn, as, Args{l.argsCur})
-		if returnedLive(r, th, thSeq, as, p) && n.Head == 0 {
+		if returnedLive(r, th, as, p) && n.Head == 0 {
 			if n.Next == 0 && n.Flags == opcodes.FlagRunning {
 				// The common case in line: a plain step (no sub-steps, timer,
 				// cancel handler, wait or Stack memory) ended by implicit
@@ -232,11 +232,14 @@ func (l *Loop) step(r *root, th *Node) {
 }
 
 // returnedLive reports whether the call that ran the step of handle as on
-// thread th (whose Seq was thSeq) returned, leaving the flow, the thread
-// and the step's frame running, that frame innermost: the case of after
-// that step and iterate take in line.
-func returnedLive(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) bool {
-	return p == nil && r.runEpoch == as.epoch && th.Seq == thSeq && as.n.Seq == as.seq && top(th) == as.n
+// thread th returned, leaving the flow, the thread and the step's frame
+// running, that frame innermost: the case of after that step and iterate
+// take in line. Within a run, a thread outlives its frames (a branch is
+// freed only after they are all popped, and freeing one clears its Seq), so
+// the frame's Seq vouches for the thread's: after's test of th.Seq is
+// implied here.
+func returnedLive(r *root, th *Node, as AsyncSteps, p any) bool {
+	return p == nil && r.runEpoch == as.epoch && as.n.Seq == as.seq && top(th) == as.n
 }
 
 // after finishes a step call: it raises what the call raised, schedules
@@ -596,7 +599,7 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 		l.complete(r, th, L, nil)
 		return
 	}
-	if returnedLive(r, th, thSeq, as, p) && n.Head != 0 {
+	if returnedLive(r, th, as, p) && n.Head != 0 {
 		l.schedule(r, th, nil) // after's common case in line: the body added steps
 		return
 	}
