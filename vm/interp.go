@@ -732,6 +732,20 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	r.runEpoch++
 	l.running--
 	r.a.SetMark(markLive)
+	if st := r.state; st != nil && st.future != nil || code != "" {
+		l.report(r, args, code, canceled)
+	}
+	if r.spawned {
+		l.release(r)
+		return
+	}
+	r.resetRun()
+}
+
+// report is finish's rarer part, kept out of its frame: it resolves the
+// run's Future, if Promise made one, and reports an unhandled error to the
+// foreign binding's hook.
+func (l *Loop) report(r *root, args *argBuf, code string, canceled bool) {
 	if st := r.state; st != nil && st.future != nil {
 		f := st.future
 		st.future = nil
@@ -747,11 +761,6 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	if code != "" && !canceled {
 		r.nativeFailed(code)
 	}
-	if r.spawned {
-		l.release(r)
-		return
-	}
-	r.resetRun()
 }
 
 // recordStack saves the entry PCs of the step functions on th's stack,
