@@ -197,14 +197,18 @@ func (l *Loop) step(r *root, th *Node) {
 				// The common case in line: a plain step (no sub-steps, timer,
 				// cancel handler, wait or Stack memory) ended by implicit
 				// success (FTN12 1.6): complete's first round, with endFrame
-				// reduced to what such a frame holds.
-				th.Ops().SetTop(fk)
-				f.Flags &^= opcodes.FlagChild
+				// reduced to what such a frame holds. The enclosing frame (f)
+				// is found again through n: keeping f across the call costs
+				// more, in spills.
+				pk := n.Parent
+				th.Ops().SetTop(pk)
+				pf := at(pk)
+				pf.Flags &^= opcodes.FlagChild
 				r.freeNode(n)
-				if f.Head != 0 || f.Op.IsLoop() {
+				if pf.Head != 0 || pf.Op.IsLoop() {
 					l.schedule(r, th, nil)
 				} else {
-					l.complete(r, th, f, nil)
+					l.complete(r, th, pf, nil)
 				}
 				return
 			}
