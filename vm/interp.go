@@ -281,36 +281,40 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 // complete ends frame n of thread th with success and args, then every
 // enclosing frame whose queue is drained, and schedules what comes next.
 func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
-	for {
-		if n.Op.IsBase() {
-			if l.depth > 0 && n == l.curTh {
-				// Completed from inside this thread's own call: end it in its
-				// next turn, so that misuse later in the same call (a second
-				// Success) still fails the flow instead of going unnoticed.
-				l.schedule(r, n, args)
+	// The frames' loop is entered only for a frame: a thread's base (the
+	// root's, most often) is then completed without the spills its calls
+	// need.
+	if !n.Op.IsBase() {
+		for {
+			p := at(n.Parent)
+			if p.Op.IsLoop() {
+				l.parkIteration(r, th, n)
+				l.schedule(r, th, nil) // next iteration
 				return
 			}
-			if n.Op == opcodes.OpRoot {
-				l.finish(r, args, "", false)
-			} else {
-				l.branchDone(r, n)
+			th.Ops().SetTop(n.Parent) // popFrame, in line
+			p.Flags &^= opcodes.FlagChild
+			l.endFrame(r, n)
+			if p.Head != 0 {
+				l.schedule(r, th, args)
+				return
 			}
-			return
+			if n = p; n.Op.IsBase() {
+				break
+			}
 		}
-		p := at(n.Parent)
-		if p.Op.IsLoop() {
-			l.parkIteration(r, th, n)
-			l.schedule(r, th, nil) // next iteration
-			return
-		}
-		th.Ops().SetTop(n.Parent) // popFrame, in line
-		p.Flags &^= opcodes.FlagChild
-		l.endFrame(r, n)
-		if p.Head != 0 {
-			l.schedule(r, th, args)
-			return
-		}
-		n = p
+	}
+	if l.depth > 0 && n == l.curTh {
+		// Completed from inside this thread's own call: end it in its next
+		// turn, so that misuse later in the same call (a second Success)
+		// still fails the flow instead of going unnoticed.
+		l.schedule(r, n, args)
+		return
+	}
+	if n.Op == opcodes.OpRoot {
+		l.finish(r, args, "", false)
+	} else {
+		l.branchDone(r, n)
 	}
 }
 
