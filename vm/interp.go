@@ -237,11 +237,11 @@ func (l *Loop) step(r *root, th *Node) {
 
 // returnedLive reports whether the call that ran the step of handle as on
 // thread th returned, leaving the flow, the thread and the step's frame
-// running, that frame innermost: the case of after that step and iterate
-// take in line. Within a run, a thread outlives its frames (a branch is
-// freed only after they are all popped, and freeing one clears its Seq), so
-// the frame's Seq vouches for the thread's: after's test of th.Seq is
-// implied here.
+// running, that frame innermost: the case of after that step takes in line
+// (callIterations makes the same test for iterate). Within a run, a thread
+// outlives its frames (a branch is freed only after they are all popped,
+// and freeing one clears its Seq), so the frame's Seq vouches for the
+// thread's: after's test of th.Seq is implied here.
 func returnedLive(r *root, th *Node, as AsyncSteps, p any) bool {
 	return p == nil && r.runEpoch == as.epoch && as.n.Seq == as.seq && top(th) == as.n
 }
@@ -601,13 +601,13 @@ func (l *Loop) branchDone(r *root, b *Node) {
 func (l *Loop) iterate(r *root, th, L *Node) {
 	thSeq := th.Seq
 	var as AsyncSteps
-	p := l.callIterations(r, th, L, &as)
+	live, p := l.callIterations(r, th, L, &as)
 	n := as.n
 	if n == nil { // the Repeat has run its count
 		l.complete(r, th, L, nil)
 		return
 	}
-	if returnedLive(r, th, as, p) && n.Head != 0 {
+	if live && n.Head != 0 {
 		l.schedule(r, th, nil) // after's common case in line: the body added steps
 		return
 	}
@@ -617,8 +617,9 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 // callIterations runs iterations of L under one recover until one does not
 // end by implicit success, the budget runs out, other work is queued, or a
 // Repeat has run its count (as.n is nil then). as is the handle of the last
-// iteration run.
-func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
+// iteration run; live reports returnedLive of its call, which the loop has
+// tested already.
+func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, p any) {
 	prev := l.enter(0)
 	returned := false
 	defer func() {
@@ -644,7 +645,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 			if o.A >= o.B {
 				*as = AsyncSteps{}
 				returned = true
-				return nil
+				return false, nil
 			}
 			i = o.A
 			o.A++
@@ -671,11 +672,11 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (p any) {
 			loop(*as)
 		}
 		l.inCall = 0
-		if r.runEpoch != epoch || it.Seq != as.seq || th.Ops().Top() != itk ||
-			it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
+		live = r.runEpoch == epoch && it.Seq == as.seq && th.Ops().Top() == itk
+		if !live || it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
 			budget == 0 || l.runq.len() > 0 {
 			returned = true
-			return nil // the caller finishes this iteration as any step
+			return live, nil // the caller finishes this iteration as any step
 		}
 		th.Ops().SetTop(Lk) // implicit success: park the frame for the next iteration
 		L.Flags &^= opcodes.FlagChild
