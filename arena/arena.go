@@ -403,6 +403,14 @@ func (a *Arena) Reserved() int64 {
 	return a.h.reserved
 }
 
+// Settled reports whether a has no block in use and holds no more chunk
+// memory than KeepBytes, so that a Reset would change only its free lists:
+// InUse() == 0 && Reserved() <= KeepBytes, with one test for the first chunk.
+func (a *Arena) Settled() bool {
+	h := a.h
+	return h == nil || h.inUse == 0 && h.reserved <= KeepBytes
+}
+
 // SetMark stores v in the arena's header, where [Ref.Abandon] reports it:
 // the owner's record of its state, for whoever returns the memory after the
 // owner is gone. It takes the first chunk if the arena has none.

@@ -151,6 +151,9 @@ func testModel(t *testing.T, seed uint64) {
 			inited[i] = false
 			live[i] = nil
 		}
+		if a.Settled() != (a.InUse() == 0 && a.Reserved() <= KeepBytes) {
+			t.Fatalf("op %d: Settled %v with InUse %d, Reserved %d", op, a.Settled(), a.InUse(), a.Reserved())
+		}
 		if op%500 == 0 {
 			check(op)
 		}

@@ -214,7 +214,7 @@ func (r *root) resetRun() {
 	}
 	r.slots = r.slots[:1]
 	r.freeSlots = r.freeSlots[:0]
-	if r.a.InUse() != 0 || r.a.Reserved() > arena.KeepBytes {
+	if !r.a.Settled() {
 		r.a.Reset()
 	}
 }
