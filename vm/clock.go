@@ -38,7 +38,7 @@ func (c *ManualClock) Advance(d time.Duration) {
 	loops := c.loops
 	c.mu.Unlock()
 	for _, l := range loops {
-		l.wake()
+		l.rouse()
 	}
 }
 

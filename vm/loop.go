@@ -45,10 +45,14 @@ type Loop struct {
 	drainFn  func(*inbound)
 	resumers resumerTable
 	sleeping atomic.Int32
-	wakeCh   chan struct{}
-	closed   atomic.Bool
-	owner    atomic.Int64 // goroutine id for IsSameThread
-	driven   bool
+	// posted is raised after every push to the inbox (wake), so that a pass
+	// tests one word for inbound work instead of the inbox's three. A pass
+	// lowers it before it drains the inbox (drainInbox).
+	posted atomic.Bool
+	wakeCh chan struct{}
+	closed atomic.Bool
+	owner  atomic.Int64 // goroutine id for IsSameThread
+	driven bool
 
 	onPanic func(any)
 	panics  int64
@@ -328,7 +332,18 @@ func (l *Loop) Post(fn func()) bool {
 	return true
 }
 
+// wake follows every push to the inbox: it raises posted and wakes Run if
+// it sleeps. The flag is stored only when down, so that producers do not
+// contend for its cache line while the loop is busy.
 func (l *Loop) wake() {
+	if !l.posted.Load() {
+		l.posted.Store(true)
+	}
+	l.rouse()
+}
+
+// rouse wakes Run if it sleeps.
+func (l *Loop) rouse() {
 	if l.sleeping.Load() != 0 {
 		select {
 		case l.wakeCh <- struct{}{}:
@@ -382,8 +397,8 @@ func (l *Loop) pass() (now int64, more bool) {
 	l.claim()
 	l.passNow = 0
 	l.inPass = true
-	if !l.inbox.Empty() {
-		l.inbox.Drain(l.drainFn)
+	if l.posted.Load() {
+		l.drainInbox()
 	}
 	// A thread task leaves its thread current (runThread); anything else
 	// runs with none, put back here rather than after every turn.
@@ -414,7 +429,21 @@ func (l *Loop) pass() (now int64, more bool) {
 			l.fire(uint32(data), uint32(data>>32))
 		}
 	}
-	return now, l.runq.len() > 0 || !l.inbox.Empty()
+	return now, l.runq.len() > 0 || l.posted.Load()
+}
+
+// drainInbox handles the items posted to the loop. posted is lowered first,
+// so that a push during the drain raises it again, and raised again if
+// items remain: Drain may leave some (a push still filling its slot), and
+// so does a panic out of the loop's panic handler.
+func (l *Loop) drainInbox() {
+	l.posted.Store(false)
+	defer func() {
+		if !l.inbox.Empty() {
+			l.posted.Store(true)
+		}
+	}()
+	l.inbox.Drain(l.drainFn)
 }
 
 // nestedPass rejects a pass started from inside one of the loop's own

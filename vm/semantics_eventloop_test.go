@@ -394,6 +394,28 @@ func TestSemPostBeyondCapacity(t *testing.T) {
 	}
 }
 
+// A panic out of the panic handler leaves the pass; the posts behind the
+// one that panicked stay queued, and the next pass runs them.
+func TestSemPostsSurviveHandlerPanic(t *testing.T) {
+	l := vm.NewLoop(vm.WithPanicHandler(func(v any) { panic(v) }))
+	defer l.Close()
+	ran := 0
+	l.Post(func() { panic("first") })
+	l.Post(func() { ran++ })
+	func() {
+		defer func() {
+			if v := recover(); v != "first" {
+				t.Fatalf("RunUntilIdle panicked with %v, want first", v)
+			}
+		}()
+		l.RunUntilIdle()
+	}()
+	l.RunUntilIdle()
+	if ran != 1 {
+		t.Fatalf("the second post ran %d times, want once", ran)
+	}
+}
+
 // A closed loop can still be driven by hand: its flows and callbacks run.
 func TestSemClosedLoopByHand(t *testing.T) {
 	l, _ := semLoop()
