@@ -411,6 +411,13 @@ func (a *Arena) Settled() bool {
 	return h == nil || h.inUse == 0 && h.reserved <= KeepBytes
 }
 
+// FixedAgain is Fixed for an arena that has its first chunk (Fixed,
+// SetMark or Ref was called since Init, and it was not released): it
+// skips the test for the chunk, for owners that call it on every use.
+func (a *Arena) FixedAgain() unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(a.h), firstHdr)
+}
+
 // SetMark stores v in the arena's header, where [Ref.Abandon] reports it:
 // the owner's record of its state, for whoever returns the memory after the
 // owner is gone. It takes the first chunk if the arena has none.
@@ -418,6 +425,10 @@ func (a *Arena) SetMark(v uint64) {
 	a.first()
 	a.h.mark = v
 }
+
+// SetMarkAgain is SetMark for an arena that has its first chunk (see
+// FixedAgain).
+func (a *Arena) SetMarkAgain(v uint64) { a.h.mark = v }
 
 // Ref returns a reference to a's memory, taking its first chunk if it has
 // none. The reference stays valid, and names the same memory, until a is

@@ -359,8 +359,8 @@ func TestFixed(t *testing.T) {
 			fill(p, size, 0x55)
 		}
 		a.Reset()
-		if g := a.Fixed(); g != f {
-			t.Fatalf("round %d: Fixed moved from %p to %p", round, f, g)
+		if g, h := a.Fixed(), a.FixedAgain(); g != f || h != f {
+			t.Fatalf("round %d: Fixed moved from %p to %p (FixedAgain %p)", round, f, g, h)
 		}
 		for i, b := range unsafe.Slice((*byte)(f), FixedSize) {
 			if b != 0xAA {
@@ -397,7 +397,8 @@ func TestRef(t *testing.T) {
 	a.Init(nil)
 	a.Alloc(64)
 	a.Alloc(maxClass + 1) // a dedicated chunk
-	a.SetMark(7)
+	a.SetMark(6)
+	a.SetMarkAgain(7)
 	r := a.Ref()
 	a.Reset()
 	if a.Ref() != r {

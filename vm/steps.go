@@ -159,7 +159,10 @@ func (as AsyncSteps) target(what string) *Node {
 			r.l.misuse(r, what+" on a running root: add sub-steps inside a step")
 			return nil
 		}
-		return r.ensureBase()
+		if r.base == nil {
+			return r.newBase()
+		}
+		return r.base
 	}
 	n := as.n
 	if as.epoch != r.runEpoch || n.Seq != as.seq {
@@ -196,13 +199,6 @@ func (as AsyncSteps) quickTarget() *Node {
 		return n
 	}
 	return nil
-}
-
-func (r *root) ensureBase() *Node {
-	if r.base == nil {
-		return r.newBase()
-	}
-	return r.base
 }
 
 // Add adds a step with an optional error handler: on a root, to level 0;
@@ -482,8 +478,12 @@ func (as AsyncSteps) Execute() {
 	}
 	r.status = rootRunning
 	l.running++
-	r.a.SetMark(markLive | markRunning)
-	l.pushFlow(r, r.ensureBase(), nil)
+	r.a.SetMarkAgain(markLive | markRunning) // newRoot's SetMark took the first chunk
+	b := r.base
+	if b == nil { // a root run before and executed again with no step added
+		b = r.newBase()
+	}
+	l.pushFlow(r, b, nil)
 }
 
 // refuseStart reports the misuse of starting r (what: Execute or Promise)
