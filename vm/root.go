@@ -86,10 +86,12 @@ func (l *Loop) NewSteps() AsyncSteps {
 
 func (l *Loop) newRoot() *root {
 	l.roots++
-	if k := len(l.pool); k > 0 {
-		r := l.pool[k-1]
-		l.pool[k-1] = nil
-		l.pool = l.pool[:k-1] // marked live already: see release
+	// The pool slice is read once: resliced from l.pool after the store,
+	// it was checked against a capacity loaded anew.
+	if p := l.pool; len(p) > 0 {
+		r := p[len(p)-1]
+		p[len(p)-1] = nil
+		l.pool = p[:len(p)-1] // marked live already: see release
 		r.newBase()
 		return r
 	}
