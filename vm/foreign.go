@@ -17,10 +17,10 @@ import (
 // foreign: it owns no arena, node or loop, and its epochs never match the
 // handle's, so it fails every check the VM makes of a handle. Each public
 // method forwards to the Foreign: at its top, or, on the VM's hot paths
-// (Add, Success, Error, WaitExternal, Execute, Cancel, Release), in the
-// branch where that check fails, so that those paths run no instruction
-// more than before. An internal path not taught about foreign flows sees a
-// handle that has expired.
+// (Add, Success, Error, SetTimeout, SetCancel, WaitExternal, Execute,
+// Cancel, Release), in the branch where that check fails, so that those
+// paths run no instruction more than before. An internal path not taught
+// about foreign flows sees a handle that has expired.
 
 // Foreign is one handle of a flow run by another AsyncSteps implementation:
 // a root, a step whose function or handler runs, or a parallel accessor. It

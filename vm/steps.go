@@ -409,15 +409,23 @@ func (as AsyncSteps) running(what string) (*Node, bool) {
 	return n, true
 }
 
+// configurable is running's test, without its reports: it inlines.
+func (as AsyncSteps) configurable() (*Node, bool) {
+	n, ok := as.frame()
+	return n, ok && n.Flags&(opcodes.FlagCanceling|opcodes.FlagChild) == 0 &&
+		!n.Op.IsLoop() && n.Op != opcodes.OpParallel
+}
+
 // SetTimeout makes the step fail with Timeout unless it completes within
 // d; a second call replaces the first. It disables implicit success.
 func (as AsyncSteps) SetTimeout(d time.Duration) {
-	if f := as.foreign(); f != nil {
-		f.SetTimeout(d)
-		return
-	}
-	n, ok := as.running("SetTimeout")
+	n, ok := as.configurable()
 	if !ok {
+		if f := as.foreign(); f != nil { // a foreign stand-in has no frame
+			f.SetTimeout(d)
+		} else {
+			as.running("SetTimeout") // reports why not
+		}
 		return
 	}
 	l := as.r.l
@@ -432,12 +440,16 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 // when the flow is canceled, times out, or fails past this step. It
 // disables implicit success.
 func (as AsyncSteps) SetCancel(fn CancelFunc) {
-	if f := as.foreign(); f != nil {
-		f.SetCancel(fn)
+	n, ok := as.configurable()
+	if !ok {
+		if f := as.foreign(); f != nil { // a foreign stand-in has no frame
+			f.SetCancel(fn)
+		} else {
+			as.running("SetCancel") // reports why not
+		}
 		return
 	}
-	n, ok := as.running("SetCancel")
-	if !ok || fn == nil {
+	if fn == nil {
 		return
 	}
 	r := as.r
