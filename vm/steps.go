@@ -428,11 +428,17 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 		}
 		return
 	}
-	l := as.r.l
+	r := as.r
+	l := r.l
 	n.Flags |= opcodes.FlagWait
-	e := as.r.extOf(n)
-	l.stopTimer(e)
-	e.r = as.r // kept alive until the timeout fires or stops
+	var e *callback
+	if n.Next != 0 { // extOf, spelled out: only an existing record has a timer to stop
+		e = &l.cbs[n.Next]
+		l.stopTimer(e)
+	} else {
+		e = r.newExt(n)
+	}
+	e.r = r // kept alive until the timeout fires or stops
 	l.arm(uint32(n.Next), e, d)
 }
 
