@@ -248,15 +248,20 @@ func (l *Loop) Deferred(d time.Duration, fn func()) Handle {
 // reads the clock once for every timer set during the pass (wheel.Seal);
 // arming later than asked only moves the deadline later, so timers still
 // never fire early, and a pass whose timers were all stopped reads no clock.
+// SetTimeout takes the first case in line.
 func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
 	d = max(d, 0)
-	data := uint64(slot) | uint64(cb.gen)<<32
+	data := timerData(slot, cb)
 	if l.inPass {
 		cb.tm = l.wheel.AddAfter(int64(d), data)
 		return
 	}
 	cb.tm = l.wheel.Add(l.now()+int64(d), data) // nothing will seal it soon
 }
+
+// timerData is the data of the timer of callback slot: the slot and its
+// generation, which fire checks.
+func timerData(slot uint32, cb *callback) uint64 { return uint64(slot) | uint64(cb.gen)<<32 }
 
 // Cancel unschedules h. Canceling a callback that already ran, or was
 // already canceled, does nothing.

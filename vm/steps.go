@@ -439,6 +439,11 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 		e = r.newExt(n)
 	}
 	e.r = r // kept alive until the timeout fires or stops
+	// arm, its common case in line
+	if l.inPass {
+		e.tm = l.wheel.AddAfter(int64(max(d, 0)), timerData(uint32(n.Next), e))
+		return
+	}
 	l.arm(uint32(n.Next), e, d)
 }
 
