@@ -359,7 +359,7 @@ func (l *Loop) endExt(r *root, n *Node, e *callback) {
 	if n.Flags&opcodes.FlagResumer != 0 {
 		l.resumers.release(e.resumer)
 	}
-	l.freeCallback(uint32(n.Next))
+	l.freeCallback(uint32(n.Next), e)
 	n.Next = 0
 }
 

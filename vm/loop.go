@@ -205,8 +205,8 @@ func (l *Loop) newCallback(kind uint8) (uint32, *callback) {
 	return slot, cb
 }
 
-func (l *Loop) freeCallback(slot uint32) {
-	cb := &l.cbs[slot]
+// freeCallback frees record cb, the one in slot.
+func (l *Loop) freeCallback(slot uint32, cb *callback) {
 	gen := cb.gen + 1
 	*cb = callback{gen: gen}
 	l.cbFree = append(l.cbFree, slot)
@@ -269,10 +269,11 @@ func (l *Loop) Cancel(h Handle) {
 	if !l.IsValid(h) {
 		return
 	}
-	if cb := &l.cbs[h.slot]; cb.kind == cbDeferred {
+	cb := &l.cbs[h.slot]
+	if cb.kind == cbDeferred {
 		l.wheel.Stop(cb.tm)
 	}
-	l.freeCallback(h.slot)
+	l.freeCallback(h.slot, cb)
 }
 
 // IsValid reports whether h is still scheduled.
@@ -536,7 +537,7 @@ func (l *Loop) fire(slot, gen uint32) {
 	switch cb.kind {
 	case cbDeferred:
 		fn := cb.fn
-		l.freeCallback(slot)
+		l.freeCallback(slot, cb)
 		l.callFunc(fn)
 	case cbFrame:
 		r, n := cb.r, cb.n
@@ -556,7 +557,7 @@ func (l *Loop) runImmediate(slot, gen uint32) {
 		return
 	}
 	fn := cb.fn
-	l.freeCallback(slot)
+	l.freeCallback(slot, cb)
 	l.callFunc(fn)
 }
 

@@ -146,8 +146,10 @@ func (l *Loop) dropRecords(th *Node) {
 	for f := top(th); f != th; f = at(f.Parent) {
 		switch f.Op {
 		case opcodes.OpExec, opcodes.OpIter:
-			if k := uint32(f.Next); k != 0 && int(k) < len(l.cbs) && l.cbs[k].kind == cbFrame && l.cbs[k].n == f {
-				l.freeCallback(k)
+			if k := uint32(f.Next); k != 0 && int(k) < len(l.cbs) {
+				if cb := &l.cbs[k]; cb.kind == cbFrame && cb.n == f {
+					l.freeCallback(k, cb)
+				}
 			}
 		case opcodes.OpParallel:
 			if f.Flags&opcodes.FlagChild != 0 {
