@@ -36,7 +36,7 @@ type Loop struct {
 
 	runq   taskQueue
 	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
-	cbFree []uint32
+	cbFree uint32     // the last freed entry of cbs, 0 if none (see freeCallback)
 	wheel  *wheel.Wheel
 
 	self     weak.Pointer[Loop] // handed to root cleanups, see rootRef
@@ -187,9 +187,9 @@ const (
 // table, its Resumer.
 type callback struct {
 	fn      func()
-	r       *root // cbFrame: the flow, while the timeout is armed
-	n       *Node // cbFrame: the frame
-	seq     uint32
+	r       *root  // cbFrame: the flow, while the timeout is armed
+	n       *Node  // cbFrame: the frame
+	seq     uint32 // cbFrame: the frame's Seq; while free (cbFree), the next free entry
 	epoch   uint32
 	gen     uint32
 	kind    uint8
@@ -199,17 +199,22 @@ type callback struct {
 }
 
 func (l *Loop) newCallback(kind uint8) (uint32, *callback) {
-	slot := takeEntry(&l.cbs, &l.cbFree)
+	slot := l.cbFree
+	if slot == 0 { // none free: a new entry, which links to none
+		l.cbs = append(l.cbs, callback{})
+		slot = uint32(len(l.cbs) - 1)
+	}
 	cb := &l.cbs[slot]
+	l.cbFree, cb.seq = cb.seq, 0
 	cb.kind = kind
 	return slot, cb
 }
 
-// freeCallback frees record cb, the one in slot.
+// freeCallback frees record cb, the one in slot. The free entries form a
+// list through seq, the last freed first, which needs no table of its own.
 func (l *Loop) freeCallback(slot uint32, cb *callback) {
-	gen := cb.gen + 1
-	*cb = callback{gen: gen}
-	l.cbFree = append(l.cbFree, slot)
+	*cb = callback{gen: cb.gen + 1, seq: l.cbFree}
+	l.cbFree = slot
 }
 
 // takeEntry returns the index of an unused entry of a table whose unused
