@@ -741,14 +741,23 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	r.runEpoch++
 	l.running--
 	r.a.SetMark(markLive)
-	if st := r.state; st != nil && st.future != nil || code != "" {
-		l.report(r, args, code, canceled)
-	}
-	if r.spawned {
+	if r.spawned { // the release cancels a run the failure hook restarts
+		if r.reports(code) {
+			l.report(r, args, code, canceled)
+		}
 		l.release(r)
 		return
 	}
 	r.resetRun()
+	if r.reports(code) { // after the reset: the failure hook may execute r again
+		l.report(r, args, code, canceled)
+	}
+}
+
+// reports tells whether a run that ends with code (or "") has a Future to
+// resolve or a failure to report.
+func (r *root) reports(code string) bool {
+	return r.state != nil && r.state.future != nil || code != ""
 }
 
 // report is finish's rarer part, kept out of its frame: it resolves the
