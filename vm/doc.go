@@ -63,8 +63,9 @@
 // recorded as LastException: the flow is already ending. API misuse
 // (Success or Error from a step after it added sub-steps, Success twice,
 // calls through the handle of a step that has ended, Execute on a running
-// root, Add on a running root from outside) raises InternalError with a
-// descriptive ErrorInfo in the flow that made the call (FTN12 2.1).
+// root, Add on a running root from outside, running the loop from inside
+// one of its own steps) raises InternalError with a descriptive ErrorInfo
+// in the flow that made the call (FTN12 2.1).
 //
 // # Loops
 //
@@ -88,7 +89,9 @@
 // # Threads and memory
 //
 // A Loop belongs to one goroutine. Resumer and Post are the only entry
-// points for other goroutines. Roots come from a per-loop pool; Release
+// points for other goroutines. Run, RunUntilIdle and Iterate do not nest:
+// called from a step, handler or callback of the same loop, they panic
+// with an InternalError *Error (which fails that step's flow). Roots come from a per-loop pool; Release
 // returns them, and a dropped root is reclaimed by the garbage collector
 // together with its arena. Handles (AsyncSteps values) carry generations:
 // a stale handle is detected without reading memory that another flow may
