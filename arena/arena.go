@@ -21,7 +21,9 @@ import (
 // a [Ref] to it can return the arena's memory after the Arena value itself
 // is gone, as when the garbage collector finds a flow's root unreachable.
 // It also puts the counts next to the fixed block, which a flow touches on
-// every turn anyway.
+// every turn anyway. The bump state lives there too, in the header's cache
+// line: it holds no Go pointer, and off the heap it costs the Arena value
+// (embedded in every flow's root) nothing.
 //
 // An Arena must be used by one goroutine at a time and must not be copied
 // after first use.
@@ -33,10 +35,6 @@ type Arena struct {
 	h     *header                         // nil until the first chunk is taken
 	small [inlineHeads]Link               // free-list heads; a block's first word links the next
 	more  *[numClasses - inlineHeads]Link // heads of the larger classes, or nil
-
-	cur *chunk // chunk being bumped; nil iff h is nil
-	off uint32 // next free byte of cur, as an offset from cur
-	lim uint32 // cur's size: bumping stops there (bump chunks are <= maxChunk)
 }
 
 // chunk heads a bump chunk. Its pointers point to off-heap memory only.
@@ -52,6 +50,13 @@ type header struct {
 	inUse    int64
 	reserved int64
 	mark     uint64 // the owner's word: see SetMark
+
+	// The bump state. Alloc reaches it through the header: a chunk
+	// pointer is off-heap memory, which the GC does not scan, and the
+	// header line is one Alloc touches anyway for the counts.
+	cur *chunk // chunk being bumped
+	off uint32 // next free byte of cur, as an offset from cur
+	lim uint32 // cur's size: bumping stops there (bump chunks are <= maxChunk)
 }
 
 // large heads a dedicated chunk; the block follows at largeHdr.
@@ -69,6 +74,10 @@ const (
 	firstHdr = (unsafe.Sizeof(header{}) + lineSize - 1) &^ (lineSize - 1)
 	largeHdr = (unsafe.Sizeof(large{}) + align - 1) &^ (align - 1)
 )
+
+// The first chunk's header fits one cache line: a waiting flow's first
+// chunk (firstChunk bytes) holds it, the fixed block and four 32-byte nodes.
+var _ [lineSize - firstHdr]struct{}
 
 // lineSize is the cache line size the chunk layout is built for.
 const lineSize = 64
@@ -112,13 +121,13 @@ func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 	c := classOf(size)
 	n := classSize[c]
 	var p unsafe.Pointer
-	switch h := a.head(c); {
-	case h != nil && *h != 0:
-		p = At(*h)
-		*h = *(*Link)(p)
-	case uintptr(a.off)+n <= uintptr(a.lim):
-		p = unsafe.Add(unsafe.Pointer(a.cur), a.off)
-		a.off += uint32(n)
+	switch k, h := a.head(c), a.h; {
+	case k != nil && *k != 0:
+		p = At(*k)
+		*k = *(*Link)(p)
+	case h != nil && uintptr(h.off)+n <= uintptr(h.lim):
+		p = unsafe.Add(unsafe.Pointer(h.cur), h.off)
+		h.off += uint32(n)
 	default:
 		p = a.refill(n)
 	}
@@ -235,8 +244,8 @@ func (a *Arena) takeFirst() {
 	*h = header{chunk: chunk{size: firstChunk}}
 	zero(unsafe.Add(unsafe.Pointer(h), firstHdr), FixedSize)
 	a.h = h
-	a.cur = &h.chunk
-	a.off, a.lim = uint32(firstHdr+FixedSize), firstChunk
+	h.cur = &h.chunk
+	h.off, h.lim = uint32(firstHdr+FixedSize), firstChunk
 	a.charge(firstChunk)
 }
 
@@ -249,29 +258,30 @@ func (a *Arena) takeFirst() {
 func (a *Arena) refill(n uintptr) unsafe.Pointer {
 	if a.h == nil {
 		a.takeFirst()
-		if uintptr(a.off)+n <= uintptr(a.lim) {
-			p := unsafe.Add(unsafe.Pointer(a.cur), a.off)
-			a.off += uint32(n)
+		if h := a.h; uintptr(h.off)+n <= uintptr(h.lim) {
+			p := unsafe.Add(unsafe.Pointer(h.cur), h.off)
+			h.off += uint32(n)
 			return p
 		}
 	}
+	h := a.h
 	need := chunkHdr + n
-	if a.cur.next != nil && a.cur.next.size >= need {
-		a.cur = a.cur.next
+	if h.cur.next != nil && h.cur.next.size >= need {
+		h.cur = h.cur.next
 	} else {
-		size := a.cur.size // the second chunk: see the Arena comment
-		if a.cur != &a.h.chunk {
-			size = min(2*a.cur.size, maxChunk)
+		size := h.cur.size // the second chunk: see the Arena comment
+		if h.cur != &h.chunk {
+			size = min(2*h.cur.size, maxChunk)
 		}
 		size = max(size, roundPow2(need))
 		c := (*chunk)(getChunk(size))
-		*c = chunk{next: a.cur.next, size: size}
-		a.cur.next = c
-		a.cur = c
+		*c = chunk{next: h.cur.next, size: size}
+		h.cur.next = c
+		h.cur = c
 		a.charge(int64(size))
 	}
-	a.off, a.lim = uint32(need), uint32(a.cur.size)
-	return unsafe.Add(unsafe.Pointer(a.cur), chunkHdr)
+	h.off, h.lim = uint32(need), uint32(h.cur.size)
+	return unsafe.Add(unsafe.Pointer(h.cur), chunkHdr)
 }
 
 // Fixed returns the arena's fixed block: FixedSize bytes at the start of
@@ -358,8 +368,8 @@ func (a *Arena) Reset() {
 		c = next
 	}
 	last.next = nil
-	a.cur = &h.chunk
-	a.off, a.lim = uint32(firstHdr+FixedSize), uint32(h.size)
+	h.cur = &h.chunk
+	h.off, h.lim = uint32(firstHdr+FixedSize), uint32(h.size)
 	a.count(-h.inUse)
 }
 

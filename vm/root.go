@@ -44,7 +44,7 @@ type root struct {
 	releasing bool // Release is canceling the run: it must not restart
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
-	// Foreign a stand-in root dispatches to), which keeps the root at 240
+	// Foreign a stand-in root dispatches to), which keeps the root at 224
 	// bytes. (Padded to 256, a root would sit in four aligned cache lines
 	// instead of straddling up to five; ParallelWaitLoop measured the same
 	// either way.)
