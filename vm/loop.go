@@ -39,8 +39,8 @@ type Loop struct {
 	cbFree uint32     // the last freed entry of cbs, 0 if none (see freeCallback)
 	wheel  *wheel.Wheel
 
-	self     weak.Pointer[Loop] // handed to root cleanups, see rootRef
-	native   any                // package ffi's state for this loop; see SetNativeLoopValue
+	reclaim  func(arena.Ref) // every root's cleanup, see newRoot
+	native   any             // package ffi's state for this loop; see SetNativeLoopValue
 	inbox    *ringbuf.Queue[inbound]
 	drainFn  func(*inbound)
 	resumers resumerTable
@@ -141,7 +141,8 @@ func NewLoop(opts ...LoopOption) *Loop {
 	l.start = l.clock.Now()
 	l.wheel = wheel.New(0, tick)
 	l.inbox = ringbuf.NewQueue[inbound](inboxCapacity)
-	l.self = weak.Make(l)
+	self := weak.Make(l)
+	l.reclaim = func(m arena.Ref) { reclaim(self, m) }
 	runtime.AddCleanup(l, reclaimDead, l.inbox)
 	l.drainFn = l.handleInbound
 	l.cbs = make([]callback, 1, 64)

@@ -57,16 +57,6 @@ type root struct {
 	freeBuf [4]uint32
 }
 
-// rootRef is what the GC cleanup of a root needs: the root's arena memory
-// and its loop. It must not reach the root, or the root would never become
-// unreachable; and it reaches the loop through a weak pointer: a cleanup's
-// argument is a GC root, so a strong one would keep the loop, its pool and
-// every pooled root alive for good.
-type rootRef struct {
-	mem arena.Ref
-	l   weak.Pointer[Loop]
-}
-
 // Marks of a root's arena (arena.Arena.SetMark): whether the root is
 // counted in its loop's roots, and in its running roots, which the cleanup
 // of a root the program dropped must undo.
@@ -99,7 +89,13 @@ func (l *Loop) newRoot() *root {
 	r.slots, r.freeSlots = r.slotBuf[:1], r.freeBuf[:0]
 	r.a.Init(l.acct)
 	r.a.SetMark(markLive)
-	runtime.AddCleanup(r, reclaim, rootRef{r.a.Ref(), l.self})
+	// The cleanup's argument is the root's arena memory alone, which must
+	// not reach the root (or the root would never become unreachable): an
+	// 8-byte argument with a pointer costs the cleanup an 8-byte box. The
+	// loop comes from l.reclaim, one closure per loop, through a weak
+	// pointer: a cleanup is a GC root, so a strong one would keep the
+	// loop, its pool and every pooled root alive for good.
+	runtime.AddCleanup(r, l.reclaim, r.a.Ref())
 	r.newBase()
 	return r
 }
@@ -108,13 +104,13 @@ func (l *Loop) newRoot() *root {
 // It runs on the GC's cleanup goroutine, so it hands the work to the loop,
 // which owns the arena's accounting. When the loop is closed or gone, the
 // chunks go back to the source directly.
-func reclaim(m rootRef) {
-	if l := m.l.Value(); l != nil && !l.closed.Load() {
-		l.inbox.Push(inbound{mem: m.mem})
+func reclaim(self weak.Pointer[Loop], m arena.Ref) {
+	if l := self.Value(); l != nil && !l.closed.Load() {
+		l.inbox.Push(inbound{mem: m})
 		l.wake()
 		return
 	}
-	m.mem.Abandon()
+	m.Abandon()
 }
 
 // reclaimDead runs when a loop is collected: arenas whose reclaim was
