@@ -541,7 +541,7 @@ func (l *Loop) cancelRoot(r *root) {
 	if r.status != rootRunning {
 		return
 	}
-	if l.cancelThread(r, r.base) && r.status == rootRunning {
+	if l.cancelThread(r, r.base()) && r.status == rootRunning {
 		l.finish(r, nil, "", true)
 	}
 }
@@ -737,7 +737,7 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	if l.cur == r {
 		l.inline = false
 	}
-	r.status = rootIdle
+	r.status = rootReady // until resetRun: the root frame is still started
 	r.runEpoch++
 	l.running--
 	r.a.SetMark(markLive)

@@ -11,10 +11,13 @@ import (
 	"github.com/stepvm/stepvm/stackalloc"
 )
 
-// root status.
+// root status. Between runs, it tells whether the root frame is started
+// (base().Seq != 0), so that quickTarget needs one test for an idle root
+// with a frame to add to: newBase makes the root ready, resetRun idle.
 const (
-	rootIdle uint8 = iota // not executed yet, or completed
-	rootRunning
+	rootIdle    uint8 = iota // not running, and no root frame
+	rootRunning              // executed and not completed
+	rootReady                // not running, and the root frame is started
 )
 
 // root is one flow: the Go side of an AsyncSteps root. Its steps and frames
@@ -22,7 +25,6 @@ const (
 type root struct {
 	// What every step touches comes first, to keep a flow's turn to few
 	// cache lines when thousands of flows take turns.
-	base      *Node // OpRoot frame, in a's fixed block: level 0 queue and the main thread
 	slots     []any // Go values of the steps, by Node.Fn and Node.Err; 0 is none
 	freeSlots []uint32
 	liveSlots int32  // slots in use; 0 means every slot is nil
@@ -42,20 +44,27 @@ type root struct {
 	status    uint8
 	spawned   bool
 	releasing bool // Release is canceling the run: it must not restart
+	// freeBuf is the first backing array of freeSlots, next to the flags
+	// to fill their word: while slots is slotBuf, at most three slots can
+	// be free.
+	freeBuf [inlineSlots - 1]uint32
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
-	// Foreign a stand-in root dispatches to), which keeps the root at 224
+	// Foreign a stand-in root dispatches to), which keeps the root at 208
 	// bytes. (Padded to 256, a root would sit in four aligned cache lines
 	// instead of straddling up to five; ParallelWaitLoop measured the same
 	// either way.)
 	state  *State
 	allocs stackalloc.List
 
-	// The first backing arrays of slots and freeSlots: a flow of a few
-	// steps, such as one waiting in a loop, needs no other heap object.
-	slotBuf [4]any
-	freeBuf [4]uint32
+	// The first backing array of slots (and freeBuf, of freeSlots): a flow
+	// of a few steps, such as one waiting in a loop, needs no other heap
+	// object.
+	slotBuf [inlineSlots]any
 }
+
+// inlineSlots is the length of a root's first slot table, slot 0 included.
+const inlineSlots = 4
 
 // Marks of a root's arena (arena.Arena.SetMark): whether the root is
 // counted in its loop's roots, and in its running roots, which the cleanup
@@ -170,7 +179,7 @@ func (l *Loop) release(r *root) {
 	r.nativeReleased()
 	r.rootEpoch++
 	r.runEpoch++
-	if r.base != nil { // else the run's end has reset it, and nothing was added since
+	if r.base().Seq != 0 { // else the run's end has reset it, and nothing was added since
 		r.resetRun()
 	}
 	if r.state != nil {
@@ -197,13 +206,15 @@ func (l *Loop) release(r *root) {
 // only the tables are truncated, and the arena keeps its free lists unless
 // it holds more memory than a reset would keep.
 func (r *root) resetRun() {
-	if b := r.base; b != nil {
+	if b := r.base(); b.Seq != 0 {
 		if b.Flags&opcodes.FlagChild == 0 && b.Head != 0 {
 			r.freeQueue(b) // steps an error or a cancel left unexecuted
 		}
-		b.Seq = 0 // the fixed block: not freed, see newBase
+		b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
 	}
-	r.base = nil
+	if r.status == rootReady {
+		r.status = rootIdle
+	}
 	r.allocs.Reset()
 	if r.liveSlots != 0 {
 		clear(r.slots)
@@ -274,14 +285,25 @@ var (
 // frame is needed by every run, so it costs no allocation. It is small
 // enough to inline (cost 72 of 80) into newRoot and Execute: keep it so.
 // A root's arena has its first chunk from newRoot on (SetMark), so the
-// block is FixedAgain.
+// block is FixedAgain. Its callers have an idle root (Execute makes it
+// running next).
 func (r *root) newBase() *Node {
 	n := (*Node)(r.a.FixedAgain())
 	*n = Node{Seq: r.nextSeq(), Op: opcodes.OpRoot, Wide: true}
 	*n.Ops() = opcodes.Operands{A: uint64(link(n))} // the thread's top: itself, see setTop
-	r.base = n
+	r.status = rootReady
 	return n
 }
+
+// base returns the root frame, in the arena's fixed block: the level 0
+// queue and the main thread. Its Seq is 0 while the root has none (newBase
+// starts it, resetRun ends it), which base's callers test where the root
+// may be between runs: deriving it from the arena, rather than keeping a
+// pointer with nil for none, keeps the root a size class smaller. A
+// root's arena has its first chunk from newRoot on, so the block is
+// FixedAgain; a foreign stand-in root has none, and no path reaches its
+// base (its epochs never match).
+func (r *root) base() *Node { return (*Node)(r.a.FixedAgain()) }
 
 // nextSeq returns a new Node.Seq stamp: never 0, which marks a free node.
 func (r *root) nextSeq() uint32 {

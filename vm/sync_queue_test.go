@@ -18,7 +18,7 @@ func TestWaitQueue(t *testing.T) {
 	for i := range nodes {
 		nodes[i] = r.newNode(opcodes.OpSync)
 		args.set([]Value{Int(int64(i))})
-		handles[i] = q.push(r, r.base, nodes[i], &args)
+		handles[i] = q.push(r, r.base(), nodes[i], &args)
 	}
 	q.remove(handles[0]) // head
 	q.remove(handles[3]) // middle
@@ -34,7 +34,7 @@ func TestWaitQueue(t *testing.T) {
 	q.release(i)
 	q.remove(handles[1]) // popped and released: stale
 	args.set([]Value{Int(6)})
-	h := q.push(r, r.base, nodes[1], &args)
+	h := q.push(r, r.base(), nodes[1], &args)
 	if h == handles[1] {
 		t.Fatal("a reused entry kept its handle")
 	}
