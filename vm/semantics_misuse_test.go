@@ -181,6 +181,28 @@ func TestSemMisuseRestartDuringRelease(t *testing.T) {
 	}
 }
 
+// A root run before and executed again with no step added is running
+// like any other: a second Execute before it ends is misuse that fails the
+// run, not a second run.
+func TestSemMisuseExecuteTwiceAfterRun(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	root.Add(func(vm.AsyncSteps, vm.Args) {})
+	root.Execute()
+	l.RunUntilIdle()
+	f := root.Promise() // no step added since the run ended
+	root.Execute()
+	if s := l.Stats(); s.RunningRoots > 1 {
+		t.Fatalf("after Execute twice: %+v, want one root running at most", s)
+	}
+	l.RunUntilIdle()
+	semFail(t, f, vm.InternalError)
+	if s := l.Stats(); s.RunningRoots != 0 || s.Queued != 0 {
+		t.Fatalf("after the run: %+v, want nothing running or queued", s)
+	}
+	root.Release()
+}
+
 // Misuse after a step completed, when it was the flow's last step, must not
 // leave the flow reporting success.
 func TestSemMisuseInLastStep(t *testing.T) {

@@ -500,13 +500,13 @@ func (as AsyncSteps) Execute() {
 		r.refuseStart("Execute")
 		return
 	}
+	b := r.base()
+	if b.Seq == 0 { // a root run before and executed again with no step added
+		b = r.newBase() // which makes it ready: first, then running
+	}
 	r.status = rootRunning
 	l.running++
 	r.a.SetMarkAgain(markLive | markRunning) // newRoot's SetMark took the first chunk
-	b := r.base()
-	if b.Seq == 0 { // a root run before and executed again with no step added
-		b = r.newBase()
-	}
 	l.pushFlow(r, b, nil)
 }
 
