@@ -163,32 +163,6 @@ func (w *Wheel) AddAfter(d int64, data uint64) Timer {
 // added (see Add). It takes time proportional to the timers added by
 // AddAfter since the last Seal.
 func (w *Wheel) Seal(now int64) {
-	if len(w.staged)+w.liveUnsealed > maxStaged {
-		w.sealFiling(now)
-		return
-	}
-	// The live ones fit in staged: stage stays in line and its counts are
-	// updated once, and the loop, which calls nothing, saves no registers.
-	first := w.stagedMin
-	for _, u := range w.unsealed {
-		n := &w.nodes[u.idx]
-		if n.gen != u.gen || n.list != unsealedList {
-			continue // stopped
-		}
-		deadline := now + int64(n.due)
-		n.due, n.list = uint64(deadline), stagedList
-		first = min(first, deadline)
-		w.staged = append(w.staged, u)
-	}
-	w.stagedMin = first
-	w.liveStaged += w.liveUnsealed
-	w.unsealed = w.unsealed[:0]
-	w.liveUnsealed = 0
-}
-
-// sealFiling is Seal when the staged timers reach maxStaged on the way,
-// which files them.
-func (w *Wheel) sealFiling(now int64) {
 	for _, u := range w.unsealed {
 		n := &w.nodes[u.idx]
 		if n.gen != u.gen || n.list != unsealedList {
