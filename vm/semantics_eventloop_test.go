@@ -193,6 +193,42 @@ func TestSemPostManyGoroutines(t *testing.T) {
 	}
 }
 
+// A loop polled with Iterate (embedded in a foreign loop, no Run) sees
+// every post: once the writers are done, one pass delivers what is left,
+// and Iterate reports work while any post waits.
+func TestSemPostPolledByIterate(t *testing.T) {
+	l, _ := semLoop()
+	const writers, per = 4, 2000
+	total := 0
+	var wg sync.WaitGroup
+	var writing atomic.Bool
+	writing.Store(true)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				l.Post(func() { total++ })
+			}
+		}()
+	}
+	go func() { wg.Wait(); writing.Store(false) }()
+	for writing.Load() {
+		l.Iterate()
+	}
+	for range 2 { // the pass that drains, and one to spare
+		if work, _ := l.Iterate(); !work {
+			break
+		}
+	}
+	if total != writers*per {
+		t.Fatalf("%d posts delivered, want %d", total, writers*per)
+	}
+	if work, _ := l.Iterate(); work {
+		t.Fatal("Iterate reports work with every post delivered")
+	}
+}
+
 // Run wakes for a Resumer completion and for a ManualClock Advance.
 func TestSemRunWakes(t *testing.T) {
 	l, clk := semLoop()
