@@ -417,15 +417,25 @@ func (as AsyncSteps) configurable() (*Node, bool) {
 		!n.Op.IsLoop() && n.Op != opcodes.OpParallel
 }
 
+// unconfigurable is the way out of SetTimeout and SetCancel when
+// configurable fails: it returns the Foreign a stand-in dispatches to (it
+// has no frame), or reports why the step cannot be configured and returns
+// nil. It stays apart so that the callers' common path holds no call.
+func (as AsyncSteps) unconfigurable(what string) Foreign {
+	f := as.foreign()
+	if f == nil {
+		as.running(what)
+	}
+	return f
+}
+
 // SetTimeout makes the step fail with Timeout unless it completes within
 // d; a second call replaces the first. It disables implicit success.
 func (as AsyncSteps) SetTimeout(d time.Duration) {
 	n, ok := as.configurable()
 	if !ok {
-		if f := as.foreign(); f != nil { // a foreign stand-in has no frame
+		if f := as.unconfigurable("SetTimeout"); f != nil {
 			f.SetTimeout(d)
-		} else {
-			as.running("SetTimeout") // reports why not
 		}
 		return
 	}
@@ -454,10 +464,8 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 func (as AsyncSteps) SetCancel(fn CancelFunc) {
 	n, ok := as.configurable()
 	if !ok {
-		if f := as.foreign(); f != nil { // a foreign stand-in has no frame
+		if f := as.unconfigurable("SetCancel"); f != nil {
 			f.SetCancel(fn)
-		} else {
-			as.running("SetCancel") // reports why not
 		}
 		return
 	}
