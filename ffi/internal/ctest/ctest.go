@@ -139,3 +139,19 @@ func Complete(p unsafe.Pointer, s string) {
 	defer C.free(unsafe.Pointer(cs))
 	C.ctest_complete(bsi(p), cs)
 }
+
+// Reentry makes a root with newInstance through host and adds to it the
+// steps of a scenario of reentry.c: the call what from the callback where.
+func Reentry(host unsafe.Pointer, where, what int) unsafe.Pointer {
+	return unsafe.Pointer(C.ctest_reentry(bsi(host), C.int(where), C.int(what)))
+}
+
+// ReentryExecute executes the root of the scenario from C, with a handler
+// of unhandled errors that prints "unhandled: <code>".
+func ReentryExecute() { C.ctest_reentry_execute() }
+
+// ReentryFree frees the root of the scenario from C.
+func ReentryFree() { C.ctest_reentry_free() }
+
+// ReentryRunaway returns how many stack cleanups the scenario ran.
+func ReentryRunaway() int { return int(C.ctest_reentry_runaway()) }

@@ -59,4 +59,10 @@ void ctest_add_nop(FutoInAsyncSteps* bsi);
 void ctest_add_nop_success(FutoInAsyncSteps* bsi);
 void ctest_add_nops(FutoInAsyncSteps* bsi, int n);
 
+/* reentry.c */
+FutoInAsyncSteps* ctest_reentry(FutoInAsyncSteps* host, int where, int what);
+void ctest_reentry_execute(void);
+void ctest_reentry_free(void);
+int ctest_reentry_runaway(void);
+
 #endif
