@@ -277,10 +277,19 @@ func stepvmExecute(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ueh C.FutoInAsyncS
 		return
 	}
 	defer c.done()
-	if ri := e.ls.root(c.as); ri != nil {
+	ri := e.ls.root(c.as)
+	if ri == nil {
+		c.as.Execute() // not a live root: the VM reports the misuse
+		return
+	}
+	// An execute refused as misuse (the root runs) must not take over the
+	// handler of the run it was refused for; an accepted one makes the
+	// root a running one.
+	running := e.ls.l.Stats().RunningRoots
+	c.as.Execute()
+	if e.ls.l.Stats().RunningRoots > running {
 		ri.ueh, ri.uehData = ueh, data
 	}
-	c.as.Execute()
 }
 
 //export stepvmCancel

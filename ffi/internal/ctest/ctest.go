@@ -155,3 +155,9 @@ func ReentryFree() { C.ctest_reentry_free() }
 
 // ReentryRunaway returns how many stack cleanups the scenario ran.
 func ReentryRunaway() int { return int(C.ctest_reentry_runaway()) }
+
+// ExecuteRefused executes target from C with a handler of unhandled errors
+// that prints "refused execute's handler: <code>"; AddExecute adds to p a
+// C step that does so.
+func ExecuteRefused(target unsafe.Pointer) { C.ctest_execute_refused(bsi(target)) }
+func AddExecute(p, target unsafe.Pointer)  { C.ctest_add_execute(bsi(p), bsi(target)) }

@@ -64,5 +64,7 @@ FutoInAsyncSteps* ctest_reentry(FutoInAsyncSteps* host, int where, int what);
 void ctest_reentry_execute(void);
 void ctest_reentry_free(void);
 int ctest_reentry_runaway(void);
+void ctest_execute_refused(FutoInAsyncSteps* target);
+void ctest_add_execute(FutoInAsyncSteps* bsi, FutoInAsyncSteps* target);
 
 #endif
