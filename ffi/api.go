@@ -119,9 +119,15 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 		return
 	}
 	defer c.done()
-	ls := c.ls
+	ls, foreign := c.ls, false
 	if ls == nil {
 		ls = e.ls
+		if foreign = !ls.l.IsSameThread(); foreign {
+			// The loop's state belongs to its goroutine, and no C call of
+			// the loop lends this one values: convert with none, and run
+			// the cleanups of the values for no loop.
+			ls = &loopState{res: ls.res}
+		}
 	}
 	var vals [vm.MaxArgs]vm.Value
 	n, bad := fromC(ls, args, &vals)
@@ -129,8 +135,8 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 		c.fail(e, "success: "+bad)
 		return
 	}
-	if c.ls == nil && !e.ls.l.IsSameThread() {
-		e.res.Success(vals[:n]...) // from a foreign thread: the loop completes the step
+	if foreign {
+		e.res.Success(vals[:n]...) // the loop completes the step
 		return
 	}
 	c.as.Success(vals[:n]...)

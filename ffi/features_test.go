@@ -164,3 +164,41 @@ func TestUnhandledError(t *testing.T) {
 	l.RunUntilIdle()
 	expectLines(t, "C", takeTrace(), "C fails with Boom", "unhandled: Boom")
 }
+
+// A custom object that C passes to success from a thread the loop does not
+// know becomes an Object without touching the loop's state, which belongs
+// to the loop's goroutine (the race detector reports it otherwise), while
+// the loop runs C steps that are lent values; its cleanup runs once.
+func TestForeignThreadObject(t *testing.T) {
+	l := vm.NewLoop()
+	busy := l.NewSteps()
+	busy.Loop(func(as vm.AsyncSteps) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Any(struct{}{})) })
+		ctest.AddNop(ffi.Binary(as))
+	})
+	busy.Execute()
+	root := l.NewSteps()
+	ctest.AddObjectThread(ffi.Binary(root))
+	var got *ffi.Object
+	root.Add(func(as vm.AsyncSteps, args vm.Args) { got, _ = args.Any(0).(*ffi.Object) })
+	f := root.Promise()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx)
+	}()
+	_, err := f.Wait(ctx)
+	cancel()
+	<-done
+	if err != nil || got == nil || got.Data() != 7 {
+		t.Fatalf("flow = %v, object %v", err, got)
+	}
+	before := ctest.ObjectCleanups()
+	got.Release()
+	got.Release()
+	if n := ctest.ObjectCleanups() - before; n != 1 {
+		t.Errorf("object cleanups = %d, want 1", n)
+	}
+	busy.Release()
+}

@@ -161,3 +161,9 @@ func ReentryRunaway() int { return int(C.ctest_reentry_runaway()) }
 // C step that does so.
 func ExecuteRefused(target unsafe.Pointer) { C.ctest_execute_refused(bsi(target)) }
 func AddExecute(p, target unsafe.Pointer)  { C.ctest_add_execute(bsi(p), bsi(target)) }
+
+// AddObjectThread adds a C step that waits and is completed from a thread
+// of its own with a custom object, whose cleanups ObjectCleanups counts.
+func AddObjectThread(p unsafe.Pointer) { C.ctest_add_object_thread(bsi(p)) }
+
+func ObjectCleanups() int { return int(C.ctest_object_cleanups()) }

@@ -53,6 +53,8 @@ void ctest_free_new(void);
 void ctest_add_wait(FutoInAsyncSteps* bsi);
 FutoInAsyncSteps* ctest_waiting(void);
 void ctest_complete(FutoInAsyncSteps* bsi, const char* s);
+void ctest_add_object_thread(FutoInAsyncSteps* bsi);
+int ctest_object_cleanups(void);
 
 /* bench.c */
 void ctest_add_nop(FutoInAsyncSteps* bsi);

@@ -34,3 +34,48 @@ void ctest_complete(FutoInAsyncSteps* bsi, const char* s)
     out.arg0.length = 0;
     bsi->api->success(bsi, &out);
 }
+
+// A step completed from a thread the loop does not know, with a custom
+// object: object_cleanups counts the object's cleanups.
+
+#include <pthread.h>
+
+static int object_cleanups;
+
+static void count_object(FutoInBinaryValue* v)
+{
+    (void)v;
+    __atomic_add_fetch(&object_cleanups, 1, __ATOMIC_SEQ_CST);
+}
+
+static void* object_thread(void* arg)
+{
+    static const FutoInType obj_type = {FTN_TYPE_CUSTOM_OBJECT, count_object};
+    FutoInAsyncSteps* bsi = (FutoInAsyncSteps*)arg;
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &obj_type;
+    out.arg0.custom_data = (void*)(intptr_t)7;
+    bsi->api->success(bsi, &out);
+    return NULL;
+}
+
+static void object_thread_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    pthread_t t;
+    bsi->api->waitExternal(bsi);
+    pthread_create(&t, NULL, object_thread, bsi);
+    pthread_detach(t);
+}
+
+void ctest_add_object_thread(FutoInAsyncSteps* bsi)
+{
+    bsi->api->add(bsi, NULL, object_thread_step, NULL);
+}
+
+int ctest_object_cleanups(void)
+{
+    return __atomic_load_n(&object_cleanups, __ATOMIC_SEQ_CST);
+}
