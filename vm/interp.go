@@ -820,7 +820,7 @@ func funcPC[F any](fn F) uintptr {
 func (l *Loop) destroyStack(r *root, n *Node) {
 	owner := uint64(n.Seq)
 	for {
-		p, d, ok := r.allocs.Take(owner)
+		p, d, ok := r.allocs().Take(owner)
 		if !ok {
 			break
 		}
@@ -832,7 +832,7 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 			}
 			r.freeSlot(d)
 		}
-		r.allocs.Free(&r.a, p)
+		r.allocs().Free(&r.a, p)
 	}
 	n.Flags &^= opcodes.FlagStack
 }

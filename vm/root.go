@@ -49,11 +49,11 @@ type root struct {
 	freeBuf [inlineSlots]uint32
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
-	// Foreign a stand-in root dispatches to), which keeps the root at 192
-	// bytes: three cache lines, and objects of that size class start on a
-	// line boundary.
-	state  *State
-	allocs stackalloc.List
+	// Foreign a stand-in root dispatches to), which keeps the root at 176
+	// bytes. (Its run's Stack allocations are listed in the root frame,
+	// and its arena's larger free-list heads in arena memory: see
+	// rootFrame and arena.Arena.)
+	state *State
 
 	// The first backing array of slots (and freeBuf, of freeSlots): a flow
 	// of a few steps, such as one waiting in a loop, needs no other heap
@@ -209,11 +209,11 @@ func (r *root) resetRun() {
 			r.freeQueue(b) // steps an error or a cancel left unexecuted
 		}
 		b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
+		(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
 	}
 	if r.status == rootReady {
 		r.status = rootIdle
 	}
-	r.allocs.Reset()
 	if len(r.slots) != len(r.freeSlots) { // else every slot is free, hence nil
 		clear(r.slots)
 		if r.state != nil {
@@ -305,6 +305,26 @@ func (r *root) newBase() *Node {
 // FixedAgain; a foreign stand-in root has none, and no path reaches its
 // base (its epochs never match).
 func (r *root) base() *Node { return (*Node)(r.a.FixedAgain()) }
+
+// rootFrame is the root frame's layout: a wide node whose Operands hold
+// the main thread's top and wake token (A and B, see opcodes.Node) and, in
+// their spare half, the run's Stack allocations (FTN12 1.14): kept off the
+// heap, the list costs the root nothing. newBase's zeroed Operands start
+// it empty.
+type rootFrame struct {
+	Node
+	_      [2]uint64       // Operands.A and B
+	allocs stackalloc.List // arena memory only
+}
+
+var (
+	_ [opcodes.WideSize - unsafe.Sizeof(rootFrame{})]struct{}
+	_ [unsafe.Offsetof(rootFrame{}.allocs) - opcodes.NodeSize - 16]struct{}
+)
+
+// allocs returns the Stack allocations of the run (which must have a root
+// frame, as Stack's running step does).
+func (r *root) allocs() *stackalloc.List { return &(*rootFrame)(r.a.FixedAgain()).allocs }
 
 // nextSeq returns a new Node.Seq stamp: never 0, which marks a free node.
 func (r *root) nextSeq() uint32 {
