@@ -29,13 +29,21 @@ import (
 // after first use.
 type Arena struct {
 	// Alloc and Free of the small classes touch only the first cache line
-	// and the header. The heads of the larger classes are allocated when a
-	// block of one is first freed: most arenas never free one.
+	// and the header. The heads of the larger classes are in the arena's
+	// own memory, named by the header (see moreHeads).
 	acct  *Account
-	h     *header                         // nil until the first chunk is taken
-	small [inlineHeads]Link               // free-list heads; a block's first word links the next
-	more  *[numClasses - inlineHeads]Link // heads of the larger classes, or nil
+	h     *header           // nil until the first chunk is taken
+	small [inlineHeads]Link // free-list heads; a block's first word links the next
 }
+
+// moreHeads holds the free-list heads of the classes above inlineHeads. It
+// is allocated from the arena when a block of one is first freed (most
+// arenas never free one), is not counted in InUse, and goes with the other
+// blocks on Reset. Off the heap, it costs the Arena value nothing.
+type moreHeads [numClasses - inlineHeads]Link
+
+// moreSize is moreHeads's size as allocated: a class size.
+const moreSize = (unsafe.Sizeof(moreHeads{}) + align - 1) &^ (align - 1)
 
 // chunk heads a bump chunk. Its pointers point to off-heap memory only.
 type chunk struct {
@@ -54,9 +62,10 @@ type header struct {
 	// The bump state. Alloc reaches it through the header: a chunk
 	// pointer is off-heap memory, which the GC does not scan, and the
 	// header line is one Alloc touches anyway for the counts.
-	cur *chunk // chunk being bumped
-	off uint32 // next free byte of cur, as an offset from cur
-	lim uint32 // cur's size: bumping stops there (bump chunks are <= maxChunk)
+	cur *chunk // chunk being bumped, up to its size
+	off uint32 // next free byte of cur, as an offset from cur (bump chunks are <= maxChunk)
+
+	more Link // the moreHeads, or 0
 }
 
 // large heads a dedicated chunk; the block follows at largeHdr.
@@ -125,7 +134,7 @@ func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 	case k != nil && *k != 0:
 		p = At(*k)
 		*k = *(*Link)(p)
-	case h != nil && uintptr(h.off)+n <= uintptr(h.lim):
+	case h != nil && uintptr(h.off)+n <= h.cur.size:
 		p = unsafe.Add(unsafe.Pointer(h.cur), h.off)
 		h.off += uint32(n)
 	default:
@@ -150,8 +159,9 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 		return
 	}
 	c := classOf(size)
-	if c >= inlineHeads && a.more == nil {
-		a.more = new([numClasses - inlineHeads]Link)
+	if c >= inlineHeads && a.h.more == 0 {
+		a.h.more = LinkOf(a.Alloc(moreSize)) // zeroed: every list empty
+		a.count(-int64(moreSize))
 	}
 	h := a.head(c)
 	*(*Link)(p) = *h
@@ -225,10 +235,10 @@ func (a *Arena) head(c int) *Link {
 	if c < inlineHeads {
 		return &a.small[c]
 	}
-	if a.more == nil {
+	if a.h == nil || a.h.more == 0 {
 		return nil
 	}
-	return &a.more[c-inlineHeads]
+	return &(*moreHeads)(At(a.h.more))[c-inlineHeads]
 }
 
 // first takes the arena's first chunk, with its header and fixed block, if
@@ -245,7 +255,7 @@ func (a *Arena) takeFirst() {
 	zero(unsafe.Add(unsafe.Pointer(h), firstHdr), FixedSize)
 	a.h = h
 	h.cur = &h.chunk
-	h.off, h.lim = uint32(firstHdr+FixedSize), firstChunk
+	h.off = uint32(firstHdr + FixedSize)
 	a.charge(firstChunk)
 }
 
@@ -258,7 +268,7 @@ func (a *Arena) takeFirst() {
 func (a *Arena) refill(n uintptr) unsafe.Pointer {
 	if a.h == nil {
 		a.takeFirst()
-		if h := a.h; uintptr(h.off)+n <= uintptr(h.lim) {
+		if h := a.h; uintptr(h.off)+n <= h.size {
 			p := unsafe.Add(unsafe.Pointer(h.cur), h.off)
 			h.off += uint32(n)
 			return p
@@ -280,7 +290,7 @@ func (a *Arena) refill(n uintptr) unsafe.Pointer {
 		h.cur = c
 		a.charge(int64(size))
 	}
-	h.off, h.lim = uint32(need), uint32(h.cur.size)
+	h.off = uint32(need)
 	return unsafe.Add(unsafe.Pointer(h.cur), chunkHdr)
 }
 
@@ -341,13 +351,11 @@ func (a *Arena) freeLarge(p unsafe.Pointer) {
 // its account.
 func (a *Arena) Reset() {
 	a.small = [inlineHeads]Link{}
-	if a.more != nil {
-		*a.more = [numClasses - inlineHeads]Link{}
-	}
 	h := a.h
 	if h == nil {
 		return
 	}
+	h.more = 0 // its block goes with the others
 	for l := h.large; l != nil; {
 		next := l.next
 		a.charge(-int64(l.size))
@@ -369,7 +377,7 @@ func (a *Arena) Reset() {
 	}
 	last.next = nil
 	h.cur = &h.chunk
-	h.off, h.lim = uint32(firstHdr+FixedSize), uint32(h.size)
+	h.off = uint32(firstHdr + FixedSize)
 	a.count(-h.inUse)
 }
 

@@ -123,6 +123,31 @@ func TestFreeReusesBlock(t *testing.T) {
 	}
 }
 
+// Blocks of the larger classes are reused too: their lists' heads, made
+// in the arena's memory on the first such Free and not counted in InUse,
+// go with the other blocks on Reset and are made anew after it.
+func TestFreeReusesLargerClass(t *testing.T) {
+	var a Arena
+	a.Init(nil)
+	defer a.Release()
+	for range 2 {
+		p, q := a.Alloc(100), a.Alloc(1000)
+		bytesOf(p, 100)[99], bytesOf(q, 1000)[999] = 1, 1
+		a.Free(p, 100)
+		a.Free(q, 1000)
+		if a.InUse() != 0 {
+			t.Fatalf("InUse %d after freeing every block, want 0", a.InUse())
+		}
+		if a.Alloc(1000) != q || a.Alloc(100) != p {
+			t.Fatal("Alloc after Free of a larger class did not reuse the freed block")
+		}
+		if bytesOf(p, 100)[99] != 0 || bytesOf(q, 1000)[999] != 0 {
+			t.Fatal("reused block not zeroed")
+		}
+		a.Reset()
+	}
+}
+
 func TestReuseRecycle(t *testing.T) {
 	var a Arena
 	a.Init(nil)

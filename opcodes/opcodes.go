@@ -85,7 +85,8 @@ const (
 // Operands of wide nodes:
 //   - OpRoot, OpBranch: A holds the thread's innermost frame (see
 //     [Operands.Top]), B the thread's wake token, which invalidates a
-//     scheduled continuation when bumped.
+//     scheduled continuation when bumped. The vm keeps the run's Stack
+//     allocations in an OpRoot's spare half.
 //   - OpExec with native words: A and B, until the step runs.
 //   - OpParallel: A counts running branches.
 //   - OpRepeat: A is the next iteration index, B the count.

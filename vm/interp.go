@@ -188,7 +188,7 @@ func (l *Loop) step(r *root, th *Node) {
 	th.Ops().SetTop(nk)
 	switch n.Op {
 	case opcodes.OpExec:
-		fn, _ := r.slots[n.Fn].(ExecFunc)
+		fn, _ := r.slot(n.Fn).(ExecFunc)
 		as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
 		thSeq := th.Seq
 		p := l.callExec(fn, as, Args{l.argsCur})
@@ -218,7 +218,7 @@ func (l *Loop) step(r *root, th *Node) {
 		}
 		l.after(r, th, thSeq, as, p)
 	case opcodes.OpSuccess:
-		vals, _ := r.slots[n.Fn].(*argBuf)
+		vals, _ := r.slot(n.Fn).(*argBuf)
 		l.complete(r, th, n, vals)
 	case opcodes.OpParallel:
 		l.startParallel(r, th, n)
@@ -435,7 +435,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		r.freeQueue(f)
 	}
 	epoch, seq := r.runEpoch, f.Seq
-	h, _ := r.slots[f.Err].(ErrorFunc)
+	h, _ := r.slot(f.Err).(ErrorFunc)
 	f.Flags |= opcodes.FlagInError
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
 	if r.runEpoch != epoch {
@@ -498,7 +498,7 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 		}
 		l.stopTimer(e)
 		if cs := e.cancel; cs != 0 {
-			h, _ := r.slots[cs].(CancelFunc)
+			h, _ := r.slot(cs).(CancelFunc)
 			e.cancel = 0
 			r.freeSlot(cs)
 			seq := f.Seq
@@ -634,9 +634,9 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 	var rep func(AsyncSteps, int)
 	var loop func(AsyncSteps)
 	if L.Op == opcodes.OpRepeat {
-		rep, _ = r.slots[L.Fn].(func(AsyncSteps, int))
+		rep, _ = r.slot(L.Fn).(func(AsyncSteps, int))
 	} else {
-		loop, _ = r.slots[L.Fn].(func(AsyncSteps))
+		loop, _ = r.slot(L.Fn).(func(AsyncSteps))
 	}
 	for budget := inlineBudget; ; budget-- {
 		var i uint64
@@ -788,11 +788,11 @@ func (l *Loop) recordStack(r *root, th *Node) {
 	for f := top(th); f != nil; f = parent(f) {
 		switch f.Op {
 		case opcodes.OpExec:
-			if fn, ok := r.slots[f.Fn].(ExecFunc); ok {
+			if fn, ok := r.slot(f.Fn).(ExecFunc); ok {
 				s = append(s, funcPC(fn))
 			}
 		case opcodes.OpLoop, opcodes.OpRepeat:
-			if v := r.slots[f.Fn]; v != nil {
+			if v := r.slot(f.Fn); v != nil {
 				s = append(s, funcPC(v))
 			}
 		}
@@ -820,19 +820,19 @@ func funcPC[F any](fn F) uintptr {
 func (l *Loop) destroyStack(r *root, n *Node) {
 	owner := uint64(n.Seq)
 	for {
-		p, d, ok := r.allocs.Take(owner)
+		p, d, ok := r.allocs().Take(owner)
 		if !ok {
 			break
 		}
 		if d != 0 {
-			if fn, ok := r.slots[d].(func(unsafe.Pointer)); ok {
+			if fn, ok := r.slot(d).(func(unsafe.Pointer)); ok {
 				if v := l.callDestroy(fn, p); v != nil {
 					r.st().recordPanic(v)
 				}
 			}
 			r.freeSlot(d)
 		}
-		r.allocs.Free(&r.a, p)
+		r.allocs().Free(&r.a, p)
 	}
 	n.Flags &^= opcodes.FlagStack
 }

@@ -104,7 +104,7 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 func (m *Mutex) heldBy(r *root, f *Node) bool {
 	for ; !f.Op.IsBase(); f = at(f.Parent) {
 		if f.Op == opcodes.OpSync && f.Ops().B == syncHeld {
-			if p, _ := r.slots[f.Fn].(*Mutex); p == m {
+			if p, _ := r.slot(f.Fn).(*Mutex); p == m {
 				return true
 			}
 		}

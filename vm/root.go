@@ -25,10 +25,9 @@ const (
 type root struct {
 	// What every step touches comes first, to keep a flow's turn to few
 	// cache lines when thousands of flows take turns.
-	slots     []any // Go values of the steps, by Node.Fn and Node.Err; 0 is none
-	freeSlots []uint32
-	liveSlots int32  // slots in use; 0 means every slot is nil
-	seq       uint32 // last Node.Seq handed out
+	slots     []any    // Go values of the steps, by Node.Fn and Node.Err: see slot
+	freeSlots []uint32 // slots not in use, which are nil; all when len(slots) == len(freeSlots)
+	seq       uint32   // last Node.Seq handed out
 	// runEpoch changes whenever the flow ends: it invalidates the step
 	// handles and queued tasks of that run without touching arena memory.
 	// rootEpoch changes on Release: it invalidates every handle.
@@ -45,17 +44,16 @@ type root struct {
 	spawned   bool
 	releasing bool // Release is canceling the run: it must not restart
 	// freeBuf is the first backing array of freeSlots, next to the flags
-	// to fill their word: while slots is slotBuf, at most three slots can
-	// be free.
-	freeBuf [inlineSlots - 1]uint32
+	// to fill their word: while slots is slotBuf, at most inlineSlots
+	// slots can be free.
+	freeBuf [inlineSlots]uint32
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
-	// Foreign a stand-in root dispatches to), which keeps the root at 208
-	// bytes. (Padded to 256, a root would sit in four aligned cache lines
-	// instead of straddling up to five; ParallelWaitLoop measured the same
-	// either way.)
-	state  *State
-	allocs stackalloc.List
+	// Foreign a stand-in root dispatches to), which keeps the root at 176
+	// bytes. (Its run's Stack allocations are listed in the root frame,
+	// and its arena's larger free-list heads in arena memory: see
+	// rootFrame and arena.Arena.)
+	state *State
 
 	// The first backing array of slots (and freeBuf, of freeSlots): a flow
 	// of a few steps, such as one waiting in a loop, needs no other heap
@@ -63,8 +61,8 @@ type root struct {
 	slotBuf [inlineSlots]any
 }
 
-// inlineSlots is the length of a root's first slot table, slot 0 included.
-const inlineSlots = 4
+// inlineSlots is the length of a root's first slot table.
+const inlineSlots = 3
 
 // Marks of a root's arena (arena.Arena.SetMark): whether the root is
 // counted in its loop's roots, and in its running roots, which the cleanup
@@ -95,7 +93,7 @@ func (l *Loop) newRoot() *root {
 		return r
 	}
 	r := &root{l: l}
-	r.slots, r.freeSlots = r.slotBuf[:1], r.freeBuf[:0]
+	r.slots, r.freeSlots = r.slotBuf[:0], r.freeBuf[:0]
 	r.a.Init(l.acct)
 	r.a.SetMark(markLive)
 	// The cleanup's argument is the root's arena memory alone, which must
@@ -211,19 +209,18 @@ func (r *root) resetRun() {
 			r.freeQueue(b) // steps an error or a cancel left unexecuted
 		}
 		b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
+		(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
 	}
 	if r.status == rootReady {
 		r.status = rootIdle
 	}
-	r.allocs.Reset()
-	if r.liveSlots != 0 {
+	if len(r.slots) != len(r.freeSlots) { // else every slot is free, hence nil
 		clear(r.slots)
 		if r.state != nil {
 			clear(r.state.labels)
 		}
-		r.liveSlots = 0
 	}
-	r.slots = r.slots[:1]
+	r.slots = r.slots[:0]
 	r.freeSlots = r.freeSlots[:0]
 	if !r.a.Settled() {
 		r.a.Reset()
@@ -232,28 +229,32 @@ func (r *root) resetRun() {
 
 // put stores v in a free slot and returns its number.
 func (r *root) put(v any) uint32 {
-	r.liveSlots++
 	// takeEntry's logic, written out: this is every Add's path, and
 	// appending v itself saves the generic version's zero entry and
 	// second store (8 instructions per step by callgrind).
 	if k := len(r.freeSlots); k > 0 {
 		i := r.freeSlots[k-1]
 		r.freeSlots = r.freeSlots[:k-1]
-		r.slots[i] = v
+		r.slots[i-1] = v
 		return i
 	}
 	r.slots = append(r.slots, v)
-	return uint32(len(r.slots) - 1)
+	return uint32(len(r.slots))
 }
+
+// slot returns the value in slot i, which must not be 0. Slots are
+// numbered from 1, so that a Node's 0 names none, and slot i is
+// slots[i-1]: reserving slots[0] for none would cost every root an entry
+// of slotBuf, 16 bytes.
+func (r *root) slot(i uint32) any { return r.slots[i-1] }
 
 func (r *root) freeSlot(i uint32) {
 	if i != 0 {
-		r.slots[i] = nil
+		r.slots[i-1] = nil
 		if r.state != nil && i < uint32(len(r.state.labels)) {
 			r.state.labels[i] = ""
 		}
 		r.freeSlots = append(r.freeSlots, i)
-		r.liveSlots--
 	}
 }
 
@@ -304,6 +305,26 @@ func (r *root) newBase() *Node {
 // FixedAgain; a foreign stand-in root has none, and no path reaches its
 // base (its epochs never match).
 func (r *root) base() *Node { return (*Node)(r.a.FixedAgain()) }
+
+// rootFrame is the root frame's layout: a wide node whose Operands hold
+// the main thread's top and wake token (A and B, see opcodes.Node) and, in
+// their spare half, the run's Stack allocations (FTN12 1.14): kept off the
+// heap, the list costs the root nothing. newBase's zeroed Operands start
+// it empty.
+type rootFrame struct {
+	Node
+	_      [2]uint64       // Operands.A and B
+	allocs stackalloc.List // arena memory only
+}
+
+var (
+	_ [opcodes.WideSize - unsafe.Sizeof(rootFrame{})]struct{}
+	_ [unsafe.Offsetof(rootFrame{}.allocs) - opcodes.NodeSize - 16]struct{}
+)
+
+// allocs returns the Stack allocations of the run (which must have a root
+// frame, as Stack's running step does).
+func (r *root) allocs() *stackalloc.List { return &(*rootFrame)(r.a.FixedAgain()).allocs }
 
 // nextSeq returns a new Node.Seq stamp: never 0, which marks a free node.
 func (r *root) nextSeq() uint32 {

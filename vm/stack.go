@@ -28,12 +28,12 @@ func Stack[T any](as AsyncSteps) *T {
 	if stackalloc.HasPointers[T]() {
 		p := new(T)
 		d := r.put(p)
-		r.allocs.Alloc(&r.a, 0, uint64(n.Seq), d)
+		r.allocs().Alloc(&r.a, 0, uint64(n.Seq), d)
 		n.Flags |= opcodes.FlagStack
 		return p
 	}
 	n.Flags |= opcodes.FlagStack
-	return stackalloc.New[T](&r.allocs, &r.a, uint64(n.Seq), 0)
+	return stackalloc.New[T](r.allocs(), &r.a, uint64(n.Seq), 0)
 }
 
 // StackRaw returns size zeroed bytes of arena memory that live as long as
@@ -59,5 +59,5 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 		d = r.put(destroy)
 	}
 	n.Flags |= opcodes.FlagStack
-	return r.allocs.Alloc(&r.a, uintptr(size), uint64(n.Seq), d)
+	return r.allocs().Alloc(&r.a, uintptr(size), uint64(n.Seq), d)
 }

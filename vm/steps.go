@@ -476,7 +476,7 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 	n.Flags |= opcodes.FlagWait
 	e := r.extOf(n)
 	if e.cancel != 0 {
-		r.slots[e.cancel] = fn
+		r.slots[e.cancel-1] = fn
 		return
 	}
 	e.cancel = r.put(fn)
@@ -646,7 +646,7 @@ func (r *root) copySlot(m *root, i uint32) uint32 {
 	if i == 0 {
 		return 0
 	}
-	j := r.put(m.slots[i])
+	j := r.put(m.slot(i))
 	if l := m.label(i); l != "" {
 		r.setLabel(j, l)
 	}

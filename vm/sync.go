@@ -110,7 +110,7 @@ var refusals = [...]struct{ code, info string }{
 // stepSync runs OpSync frame n, which step has just pushed on thread th.
 func (l *Loop) stepSync(r *root, th, n *Node) {
 	why := refusedCorrupt
-	switch p := r.slots[n.Fn].(type) {
+	switch p := r.slot(n.Fn).(type) {
 	case *Mutex:
 		why = p.enter(l, r, n)
 	case *Throttle:
@@ -130,7 +130,7 @@ func (l *Loop) stepSync(r *root, th, n *Node) {
 // it for every OpSync frame, before the node is freed.
 func (l *Loop) exitSync(r *root, n *Node) {
 	if n.Ops().B != syncIdle {
-		switch p := r.slots[n.Fn].(type) {
+		switch p := r.slot(n.Fn).(type) {
 		case *Mutex:
 			p.exit(l, n)
 		case *Throttle:
