@@ -44,6 +44,11 @@ type root struct {
 	status    uint8
 	spawned   bool
 	releasing bool // Release is canceling the run: it must not restart
+	// destroying: Stack destroy callbacks of one of the flow's frames run,
+	// while the VM holds frames that ending the run would free (see
+	// destroyStack): Cancel and Release wait for the next turn, and Error
+	// through another step's handle is refused.
+	destroying bool
 	// freeBuf is the first backing array of freeSlots, next to the flags
 	// to fill their word: while slots is slotBuf, at most three slots can
 	// be free.
@@ -171,6 +176,10 @@ func (l *Loop) dropRecords(th *Node) {
 // release ends the root's life as a handle target: every handle turns
 // invalid and the root goes back to the pool.
 func (l *Loop) release(r *root) {
+	if r.destroying {
+		l.endLater(r, true)
+		return
+	}
 	if r.status == rootRunning {
 		r.releasing = true
 		l.cancelRoot(r)

@@ -385,6 +385,10 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		l.misuse(r, "Error through the handle of a step whose sub-steps are running")
 		return
 	}
+	if r.destroying { // unwinding would free frames the VM holds: see destroyStack
+		l.misuse(r, "Error from a Stack destroy callback of the same flow")
+		return
+	}
 	l.raise(r, threadOf(n), code)
 }
 
