@@ -522,7 +522,10 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 			r.freeSlot(cs)
 			seq := f.Seq
 			f.Flags |= opcodes.FlagCanceling
+			was := r.teardown // see Error
+			r.teardown |= tearCancel
 			p := l.callCancel(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch})
+			r.teardown = was
 			if r.runEpoch != epoch {
 				return false
 			}
@@ -560,7 +563,7 @@ func (l *Loop) cancelRoot(r *root) {
 	if r.status != rootRunning {
 		return
 	}
-	if r.destroying {
+	if r.teardown&tearDestroy != 0 {
 		l.endLater(r, false)
 		return
 	}
@@ -842,15 +845,15 @@ func funcPC[F any](fn F) uintptr {
 // newest first, and frees them. Its callers hold frames of r across it (n,
 // detached from its thread, and n's parent), so the callbacks must not end
 // the run or unwind a thread: n is marked canceling, which makes calls
-// through its handle do nothing, and r destroying (see endLater and
-// Error). The callers clear the parent's FlagChild only afterwards, which
+// through its handle do nothing, and r's teardown tearDestroy (see
+// endLater and Error). The callers clear the parent's FlagChild only afterwards, which
 // makes its handle refuse to complete it meanwhile.
 func (l *Loop) destroyStack(r *root, n *Node) {
 	owner := uint64(n.Seq)
 	n.Flags |= opcodes.FlagCanceling // the frame is ending: it is freed next
 	// Nested when a callback completes a step of another branch of r.
-	was := r.destroying
-	r.destroying = true
+	was := r.teardown
+	r.teardown |= tearDestroy
 	for {
 		p, d, ok := r.allocs.Take(owner)
 		if !ok {
@@ -868,7 +871,7 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 		}
 		r.allocs.Free(&r.a, p)
 	}
-	r.destroying = was
+	r.teardown = was
 	n.Flags &^= opcodes.FlagStack
 }
 

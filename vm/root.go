@@ -44,11 +44,12 @@ type root struct {
 	status    uint8
 	spawned   bool
 	releasing bool // Release is canceling the run: it must not restart
-	// destroying: Stack destroy callbacks of one of the flow's frames run,
-	// while the VM holds frames that ending the run would free (see
-	// destroyStack): Cancel and Release wait for the next turn, and Error
-	// through another step's handle is refused.
-	destroying bool
+	// teardown tells which callbacks that tear a frame of the flow down
+	// run (tearCancel, tearDestroy): the VM holds frames across them that
+	// another unwinding would free, so Error through another step's handle
+	// is refused, and in a destroy callback Cancel and Release wait for the
+	// next turn (see destroyStack).
+	teardown uint8
 	// freeBuf is the first backing array of freeSlots, next to the flags
 	// to fill their word: while slots is slotBuf, at most three slots can
 	// be free.
@@ -67,6 +68,12 @@ type root struct {
 	// object.
 	slotBuf [inlineSlots]any
 }
+
+// Bits of root.teardown.
+const (
+	tearCancel  uint8 = 1 << 0 // a cancel handler (cancelFrame)
+	tearDestroy uint8 = 1 << 1 // a Stack destroy callback (destroyStack)
+)
 
 // inlineSlots is the length of a root's first slot table, slot 0 included.
 const inlineSlots = 4
@@ -176,7 +183,7 @@ func (l *Loop) dropRecords(th *Node) {
 // release ends the root's life as a handle target: every handle turns
 // invalid and the root goes back to the pool.
 func (l *Loop) release(r *root) {
-	if r.destroying {
+	if r.teardown&tearDestroy != 0 {
 		l.endLater(r, true)
 		return
 	}

@@ -264,3 +264,74 @@ func TestSemTeardownTouchesSiblingBranch(t *testing.T) {
 		}
 	}
 }
+
+// A cancel handler of one branch, run by a cancel of the root, a timeout
+// or the abort of the parallel step, fails a step that waits in another
+// branch. The error would unwind the parallel step again from inside its
+// own abort: it is misuse, recorded, and the cancel or the first error
+// goes on as if the call had not been made (no error handler runs during
+// a cancel; the parallel step's handler sees the error that aborted it).
+func TestSemCancelHandlerFailsSiblingBranch(t *testing.T) {
+	for _, how := range []string{"cancel", "timeout", "abort"} {
+		t.Run(how, func(t *testing.T) {
+			l, clk := semLoop()
+			root := l.NewSteps()
+			var log semLog
+			var sibling vm.AsyncSteps
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				if how == "timeout" {
+					as.SetTimeout(time.Millisecond)
+				}
+				p := as.Parallel(func(as vm.AsyncSteps, code string) {
+					log.add("handler %s", code)
+					as.Success()
+				})
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.SetCancel(func(vm.AsyncSteps) {
+						log.add("touch")
+						sibling.Error("FromCancel")
+					})
+				})
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					sibling = as
+					as.SetCancel(func(vm.AsyncSteps) { log.add("sibling cancel") })
+				})
+				if how == "abort" {
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Abort") })
+					})
+				}
+			}, func(as vm.AsyncSteps, code string) { log.add("outer handler %s", code) })
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("next")
+				for _, name := range []string{"x", "y", "z"} {
+					as.Add(log.step(name))
+				}
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			switch how {
+			case "cancel":
+				root.Cancel()
+			case "timeout":
+				clk.Advance(time.Millisecond)
+			}
+			l.RunUntilIdle()
+			switch how {
+			case "cancel":
+				semExpect(t, &log, "touch", "sibling cancel")
+				if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+					t.Fatalf("Future error %v", err)
+				}
+			case "timeout":
+				semExpect(t, &log, "touch", "sibling cancel", "handler Timeout", "next", "x", "y", "z")
+				semOK(t, f)
+			case "abort":
+				semExpect(t, &log, "touch", "sibling cancel", "handler Abort", "next", "x", "y", "z")
+				semOK(t, f)
+			}
+			root.Release()
+			semSettled(t, l)
+		})
+	}
+}
