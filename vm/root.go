@@ -183,6 +183,9 @@ func (l *Loop) dropRecords(th *Node) {
 // release ends the root's life as a handle target: every handle turns
 // invalid and the root goes back to the pool.
 func (l *Loop) release(r *root) {
+	if r.releasing { // again, from a handler the cancel below runs: the first call releases r
+		return
+	}
 	if r.teardown&tearDestroy != 0 {
 		l.endLater(r, true)
 		return

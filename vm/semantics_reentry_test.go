@@ -335,3 +335,42 @@ func TestSemCancelHandlerFailsSiblingBranch(t *testing.T) {
 		})
 	}
 }
+
+// Release called again from a cancel handler that Release runs: the root
+// is released once. It used to go to the pool twice, counted off the live
+// roots twice, and the pool then handed the same root to two flows.
+func TestSemReleaseFromCancelHandlerDuringRelease(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(vm.AsyncSteps) {
+			log.add("cancel")
+			root.Release()
+		})
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	root.Release()
+	semExpect(t, &log, "cancel")
+	if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+		t.Fatalf("Future error %v", err)
+	}
+	if st := l.Stats(); st.LiveRoots != 0 || st.PooledRoots != 1 || st.RunningRoots != 0 {
+		t.Fatalf("after Release: %+v, want no live root and one pooled", st)
+	}
+	a, b := l.NewSteps(), l.NewSteps()
+	a.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1)) })
+	fa := a.Promise()
+	b.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(2)) })
+	fb := b.Promise()
+	l.RunUntilIdle()
+	if x, y := semOK(t, fa).Int(0), semOK(t, fb).Int(0); x != 1 || y != 2 {
+		t.Fatalf("flows gave %d and %d", x, y)
+	}
+	a.Release()
+	b.Release()
+	if st := l.Stats(); st.LiveRoots != 0 || st.ArenaInUse != 0 {
+		t.Fatalf("%+v", st)
+	}
+}
