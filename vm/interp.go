@@ -293,8 +293,8 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 				return
 			}
 			th.Ops().SetTop(n.Parent) // popFrame, in line
-			p.Flags &^= opcodes.FlagChild
 			l.endFrame(r, n)
+			p.Flags &^= opcodes.FlagChild // after: see destroyStack
 			if p.Head != 0 {
 				l.schedule(r, th, args)
 				return
@@ -322,8 +322,8 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 func (l *Loop) popFrame(r *root, th, n *Node) {
 	p := at(n.Parent)
 	th.Ops().SetTop(n.Parent)
-	p.Flags &^= opcodes.FlagChild
 	l.endFrame(r, n)
+	p.Flags &^= opcodes.FlagChild // after: see destroyStack
 }
 
 // parkIteration removes iteration frame it, the innermost frame of thread
@@ -361,6 +361,25 @@ func (l *Loop) endExt(r *root, n *Node, e *callback) {
 	}
 	l.freeCallback(uint32(n.Next), e)
 	n.Next = 0
+}
+
+// endLater carries out a Cancel (release false) or Release of r asked for
+// by a Stack destroy callback of r's own steps, which cannot happen in
+// place (see destroyStack). It runs as an Immediate: before the thread
+// whose frame was torn down takes another step (its inline continuation
+// yields to queued work), and not at all if the root was released, or for
+// a Cancel, if the run ended, meanwhile.
+func (l *Loop) endLater(r *root, release bool) {
+	rootEpoch, runEpoch := r.rootEpoch, r.runEpoch
+	l.Immediate(func() {
+		switch {
+		case r.rootEpoch != rootEpoch:
+		case release:
+			l.release(r)
+		case r.runEpoch == runEpoch:
+			l.cancelRoot(r)
+		}
+	})
 }
 
 // endFrame releases what frame n holds, then n itself.
@@ -503,7 +522,10 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 			r.freeSlot(cs)
 			seq := f.Seq
 			f.Flags |= opcodes.FlagCanceling
+			was := r.teardown // see Error
+			r.teardown |= tearCancel
 			p := l.callCancel(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch})
+			r.teardown = was
 			if r.runEpoch != epoch {
 				return false
 			}
@@ -539,6 +561,10 @@ func (l *Loop) cancelThread(r *root, th *Node) bool {
 // cancelRoot cancels a running flow (FTN12 2.2.3 cancel).
 func (l *Loop) cancelRoot(r *root) {
 	if r.status != rootRunning {
+		return
+	}
+	if r.teardown&tearDestroy != 0 {
+		l.endLater(r, false)
 		return
 	}
 	if l.cancelThread(r, r.base()) && r.status == rootRunning {
@@ -816,9 +842,18 @@ func funcPC[F any](fn F) uintptr {
 }
 
 // destroyStack runs the destroy callbacks of frame n's Stack allocations,
-// newest first, and frees them.
+// newest first, and frees them. Its callers hold frames of r across it (n,
+// detached from its thread, and n's parent), so the callbacks must not end
+// the run or unwind a thread: n is marked canceling, which makes calls
+// through its handle do nothing, and r's teardown tearDestroy (see
+// endLater and Error). The callers clear the parent's FlagChild only afterwards, which
+// makes its handle refuse to complete it meanwhile.
 func (l *Loop) destroyStack(r *root, n *Node) {
 	owner := uint64(n.Seq)
+	n.Flags |= opcodes.FlagCanceling // the frame is ending: it is freed next
+	// Nested when a callback completes a step of another branch of r.
+	was := r.teardown
+	r.teardown |= tearDestroy
 	for {
 		p, d, ok := r.allocs().Take(owner)
 		if !ok {
@@ -827,13 +862,16 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 		if d != 0 {
 			if fn, ok := r.slot(d).(func(unsafe.Pointer)); ok {
 				if v := l.callDestroy(fn, p); v != nil {
-					r.st().recordPanic(v)
+					if _, ok := v.(*unwinding); !ok { // Error through n's handle
+						r.st().recordPanic(v)
+					}
 				}
 			}
 			r.freeSlot(d)
 		}
 		r.allocs().Free(&r.a, p)
 	}
+	r.teardown = was
 	n.Flags &^= opcodes.FlagStack
 }
 

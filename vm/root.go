@@ -43,6 +43,12 @@ type root struct {
 	status    uint8
 	spawned   bool
 	releasing bool // Release is canceling the run: it must not restart
+	// teardown tells which callbacks that tear a frame of the flow down
+	// run (tearCancel, tearDestroy): the VM holds frames across them that
+	// another unwinding would free, so Error through another step's handle
+	// is refused, and in a destroy callback Cancel and Release wait for the
+	// next turn (see destroyStack).
+	teardown uint8
 	// freeBuf is the first backing array of freeSlots, next to the flags
 	// to fill their word: while slots is slotBuf, at most inlineSlots
 	// slots can be free.
@@ -60,6 +66,12 @@ type root struct {
 	// object.
 	slotBuf [inlineSlots]any
 }
+
+// Bits of root.teardown.
+const (
+	tearCancel  uint8 = 1 << 0 // a cancel handler (cancelFrame)
+	tearDestroy uint8 = 1 << 1 // a Stack destroy callback (destroyStack)
+)
 
 // inlineSlots is the length of a root's first slot table.
 const inlineSlots = 3
@@ -169,6 +181,13 @@ func (l *Loop) dropRecords(th *Node) {
 // release ends the root's life as a handle target: every handle turns
 // invalid and the root goes back to the pool.
 func (l *Loop) release(r *root) {
+	if r.releasing { // again, from a handler the cancel below runs: the first call releases r
+		return
+	}
+	if r.teardown&tearDestroy != 0 {
+		l.endLater(r, true)
+		return
+	}
 	if r.status == rootRunning {
 		r.releasing = true
 		l.cancelRoot(r)

@@ -39,7 +39,9 @@ func Stack[T any](as AsyncSteps) *T {
 // StackRaw returns size zeroed bytes of arena memory that live as long as
 // the current step; destroy, if not nil, runs with them when the step
 // ends, innermost allocation first. The memory is invisible to the garbage
-// collector: never store Go pointers in it.
+// collector: never store Go pointers in it. The step is ending while
+// destroy runs: calls through its handle do nothing, and a Cancel or
+// Release of its root takes effect in the loop's next turn.
 func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	if f := as.foreign(); f != nil {
 		return f.Stack(size, destroy)

@@ -385,6 +385,13 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		l.misuse(r, "Error through the handle of a step whose sub-steps are running")
 		return
 	}
+	if r.teardown != 0 {
+		// A cancel handler or destroy callback of the same flow: the VM
+		// is unwinding frames it holds (a parallel step's branches, say),
+		// which a second unwinding would free under it.
+		l.misuse(r, "Error from a cancel handler or Stack destroy callback of the same flow")
+		return
+	}
 	l.raise(r, threadOf(n), code)
 }
 
