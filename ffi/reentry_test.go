@@ -26,23 +26,6 @@ const (
 	reWhats = 18
 )
 
-// vmBugs are the scenarios that crash or run away in package vm, whatever
-// ffi does: reentry.c shows each from C, and the same calls from Go fail
-// alike. Their cause is in the VM's teardown (calls from a Stack destroy
-// callback that end the run, or allocate more memory for the same frame)
-// and in Break from an error handler with no loop around it.
-var vmBugs = map[[2]int]string{
-	{reError, 15}: "vm: Break outside of a loop from an error handler recurses without end",
-	{reStack, 3}:  "vm: Error from a Stack destroy callback ends the run inside destroyStack",
-	{reStack, 7}:  "vm: Cancel from a Stack destroy callback ends the run inside destroyStack",
-	{reStack, 8}:  "vm: Release from a Stack destroy callback ends the run inside destroyStack",
-	{reStep, 4}:   "vm: StackRaw from a destroy callback of the same frame runs without end",
-	{reError, 4}:  "vm: StackRaw from a destroy callback of the same frame runs without end",
-	{reStack, 4}:  "vm: StackRaw from a destroy callback of the same frame runs without end",
-	{reSched, 4}:  "vm: StackRaw from a destroy callback of the same frame runs without end",
-	{reObject, 4}: "vm: StackRaw from a destroy callback of the same frame runs without end",
-}
-
 // Every call of the table, made from every kind of C callback on a root C
 // made with newInstance, ends the flow exactly once and leaves nothing
 // behind once C frees the root: no running root, no timer, no arena byte,
@@ -51,9 +34,6 @@ func TestReentryFromCallbacks(t *testing.T) {
 	for where := reStep; where < reWheres; where++ {
 		for what := 1; what <= reWhats; what++ {
 			t.Run(fmt.Sprintf("where%d/what%d", where, what), func(t *testing.T) {
-				if why := vmBugs[[2]int{where, what}]; why != "" {
-					t.Skip(why)
-				}
 				reentry(t, where, what)
 			})
 		}

@@ -261,7 +261,9 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 		case outError:
 			l.raise(r, th, code)
 		case outBreak, outContinue:
-			l.loopControl(r, th, out == outBreak, code)
+			if !l.loopControl(r, th, out == outBreak, code) {
+				l.raise(r, th, InternalError)
+			}
 		}
 		return
 	}
@@ -488,7 +490,11 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	if f.Head != 0 {
 		r.freeQueue(f)
 	}
-	l.loopControl(r, th, out == outBreak, c)
+	if !l.loopControl(r, th, out == outBreak, c) {
+		// Raised from f, the error would come back to this handler:
+		// it leaves f as an error the handler raised does.
+		return InternalError, false
+	}
 	return "", true
 }
 
@@ -714,8 +720,10 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 // loopControl carries out Break (brk) or Continue of the innermost loop,
 // or of the loop labelled label, unwinding the frames in between (their
 // cancel handlers run, their error handlers do not: a break is not an
-// error). Leaving a branch aborts its parallel step.
-func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
+// error). Leaving a branch aborts its parallel step. With no such loop it
+// records the misuse and returns false: the caller raises InternalError
+// from where the call was made.
+func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) bool {
 	var target *Node
 	for f := top(th); f != nil; f = parent(f) {
 		if f.Op.IsLoop() && (label == "" || r.label(f.Err) == label) {
@@ -733,8 +741,7 @@ func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
 			info = what + ": no enclosing loop is labelled " + label
 		}
 		r.st().recordError(InternalError, info)
-		l.raise(r, th, InternalError)
-		return
+		return false
 	}
 	epoch := r.runEpoch
 	l.stopThread(th)
@@ -746,7 +753,7 @@ func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
 			continue
 		}
 		if !l.cancelFrame(r, f) || r.runEpoch != epoch {
-			return
+			return true
 		}
 		l.popFrame(r, th, f)
 	}
@@ -755,6 +762,7 @@ func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) {
 	} else {
 		l.schedule(r, th, nil)
 	}
+	return true
 }
 
 // finish ends the run of r: with args on success, with code on error, or

@@ -277,6 +277,32 @@ func TestSemLoopControlOutsideLoop(t *testing.T) {
 	}
 }
 
+// Break or Continue outside any loop from an error handler leaves the
+// handler's step with InternalError, as an error the handler raised: the
+// handler is not run a second time, the outer handler gets the error.
+func TestSemLoopControlOutsideLoopFromHandler(t *testing.T) {
+	for _, what := range []string{"Break", "Continue"} {
+		t.Run(what, func(t *testing.T) {
+			semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Boom") },
+						func(as vm.AsyncSteps, code string) {
+							log.add("inner %s", code)
+							if what == "Break" {
+								as.Break()
+							}
+							as.Continue()
+						})
+				}, func(as vm.AsyncSteps, code string) {
+					log.add("outer %s: %s", code, as.State().ErrorInfo())
+					as.Success()
+				})
+				root.Add(log.step("after"))
+			}, "inner Boom", "outer InternalError: "+what+" outside of a loop", "after")
+		})
+	}
+}
+
 // A loop runs inside a parallel branch, interleaved with its siblings.
 func TestSemLoopInBranch(t *testing.T) {
 	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
