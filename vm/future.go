@@ -24,7 +24,7 @@ func (as AsyncSteps) Promise() *Future {
 		close(f.done)
 		return f
 	}
-	if r.status == rootRunning || r.releasing {
+	if r.status == rootRunning || r.teardown&tearRelease != 0 {
 		r.refuseStart("Promise")
 		f := &Future{done: make(chan struct{}), err: &Error{Code: InternalError, Info: "Promise on a running root"}}
 		close(f.done)

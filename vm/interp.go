@@ -295,8 +295,8 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 				return
 			}
 			th.Ops().SetTop(n.Parent) // popFrame, in line
+			p.Flags &^= opcodes.FlagChild
 			l.endFrame(r, n)
-			p.Flags &^= opcodes.FlagChild // after: see destroyStack
 			if p.Head != 0 {
 				l.schedule(r, th, args)
 				return
@@ -324,8 +324,8 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 func (l *Loop) popFrame(r *root, th, n *Node) {
 	p := at(n.Parent)
 	th.Ops().SetTop(n.Parent)
+	p.Flags &^= opcodes.FlagChild
 	l.endFrame(r, n)
-	p.Flags &^= opcodes.FlagChild // after: see destroyStack
 }
 
 // parkIteration removes iteration frame it, the innermost frame of thread
@@ -854,11 +854,19 @@ func funcPC[F any](fn F) uintptr {
 // detached from its thread, and n's parent), so the callbacks must not end
 // the run or unwind a thread: n is marked canceling, which makes calls
 // through its handle do nothing, and r's teardown tearDestroy (see
-// endLater and Error). The callers clear the parent's FlagChild only afterwards, which
-// makes its handle refuse to complete it meanwhile.
+// endLater and Error). The parent, which its callers have already told it
+// has no child running, is marked as having one again meanwhile, so that
+// its handle refuses to complete it (this keeps that cost off the callers'
+// common path).
 func (l *Loop) destroyStack(r *root, n *Node) {
 	owner := uint64(n.Seq)
 	n.Flags |= opcodes.FlagCanceling // the frame is ending: it is freed next
+	var parentChild opcodes.Flags
+	if n.Parent != 0 {
+		p := at(n.Parent)
+		parentChild = p.Flags & opcodes.FlagChild
+		p.Flags |= opcodes.FlagChild
+	}
 	// Nested when a callback completes a step of another branch of r.
 	was := r.teardown
 	r.teardown |= tearDestroy
@@ -880,6 +888,10 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 		r.allocs().Free(&r.a, p)
 	}
 	r.teardown = was
+	if n.Parent != 0 {
+		p := at(n.Parent)
+		p.Flags = p.Flags&^opcodes.FlagChild | parentChild
+	}
 	n.Flags &^= opcodes.FlagStack
 }
 

@@ -39,15 +39,16 @@ type root struct {
 	// is in the arena's off-heap header, named by a.Ref().
 	a arena.Arena
 
-	l         *Loop
-	status    uint8
-	spawned   bool
-	releasing bool // Release is canceling the run: it must not restart
-	// teardown tells which callbacks that tear a frame of the flow down
-	// run (tearCancel, tearDestroy): the VM holds frames across them that
-	// another unwinding would free, so Error through another step's handle
-	// is refused, and in a destroy callback Cancel and Release wait for the
-	// next turn (see destroyStack).
+	l       *Loop
+	status  uint8
+	spawned bool
+	// teardown tells what tears the flow down on the Go stack now: Release
+	// canceling the run (which must not restart), and the callbacks that
+	// tear a frame of the flow down, cancel handlers and Stack destroy
+	// callbacks. The VM holds frames across those that another unwinding
+	// would free, so Error through another step's handle is refused, and
+	// in a destroy callback Cancel and Release wait for the next turn (see
+	// destroyStack).
 	teardown uint8
 	// freeBuf is the first backing array of freeSlots, next to the flags
 	// to fill their word: while slots is slotBuf, at most inlineSlots
@@ -71,6 +72,7 @@ type root struct {
 const (
 	tearCancel  uint8 = 1 << 0 // a cancel handler (cancelFrame)
 	tearDestroy uint8 = 1 << 1 // a Stack destroy callback (destroyStack)
+	tearRelease uint8 = 1 << 2 // Release canceling the run
 )
 
 // inlineSlots is the length of a root's first slot table.
@@ -181,17 +183,16 @@ func (l *Loop) dropRecords(th *Node) {
 // release ends the root's life as a handle target: every handle turns
 // invalid and the root goes back to the pool.
 func (l *Loop) release(r *root) {
-	if r.releasing { // again, from a handler the cancel below runs: the first call releases r
-		return
-	}
-	if r.teardown&tearDestroy != 0 {
-		l.endLater(r, true)
-		return
+	if r.teardown&(tearRelease|tearDestroy) != 0 { // one test on the common path
+		if r.teardown&tearRelease == 0 {
+			l.endLater(r, true)
+		}
+		return // else again, from a handler the cancel below runs: the first call releases r
 	}
 	if r.status == rootRunning {
-		r.releasing = true
+		r.teardown |= tearRelease
 		l.cancelRoot(r)
-		r.releasing = false
+		r.teardown &^= tearRelease
 	}
 	r.nativeReleased()
 	r.rootEpoch++

@@ -511,7 +511,7 @@ func (as AsyncSteps) Execute() {
 		return
 	}
 	l := r.l
-	if r.status == rootRunning || r.releasing {
+	if r.status == rootRunning || r.teardown&tearRelease != 0 {
 		r.refuseStart("Execute")
 		return
 	}
@@ -529,7 +529,7 @@ func (as AsyncSteps) Execute() {
 // while it runs, or while Release cancels it: a cancel handler that
 // restarted its root then would leave a released root running.
 func (r *root) refuseStart(what string) {
-	if r.releasing {
+	if r.teardown&tearRelease != 0 {
 		r.l.misuse(r, what+" on a root that is being released")
 		return
 	}
