@@ -577,3 +577,79 @@ func TestNewMutexPanics(t *testing.T) {
 		}()
 	}
 }
+
+// A branch that holds the Mutex and fails hands its place to a sibling
+// branch of the same flow, which the failure then cancels before it runs:
+// the place comes back, and the flow, recovered by the parallel step's
+// handler, enters again at once.
+func TestMutexHolderBranchFailsWaitingSibling(t *testing.T) {
+	l, _ := syLoop()
+	m := vm.NewMutex(1, vm.Unbounded)
+	var log syLog
+	root := l.NewSteps()
+	p := root.Parallel(func(as vm.AsyncSteps, code string) {
+		s := m.Stats()
+		log.add("parallel handler %s: inside %d queued %d", code, s.Inside, s.Queued)
+		as.Success()
+	})
+	p.Sync(m, func(as vm.AsyncSteps, _ vm.Args) {
+		log.add("enter A")
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Boom") })
+	})
+	p.Sync(m, syHold(&log, "B"))
+	root.Sync(m, syHold(&log, "after"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	syExpect(t, &log, "enter A", "parallel handler Boom: inside 0 queued 0", "enter after", "leave after")
+	if o := syOutcome(t, f); o != "ok" {
+		t.Fatal(o)
+	}
+	if s := m.Stats(); s.Entered != 3 {
+		t.Fatalf("%+v, want 3 entries (A, B admitted, after)", s)
+	}
+	syIdle(t, l)
+}
+
+// A cancel handler below the section, run after the section has handed
+// its place to the first waiter, releases that waiter before it runs: the
+// place goes on to the next one.
+func TestMutexCancelHandlerReleasesAdmitted(t *testing.T) {
+	l, _ := syLoop()
+	m := vm.NewMutex(1, vm.Unbounded)
+	var log syLog
+	var w1 vm.AsyncSteps
+	a := l.NewSteps()
+	a.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Sync(m, func(as vm.AsyncSteps, _ vm.Args) {
+			log.add("enter A")
+			as.WaitExternal()
+		})
+		as.SetCancel(func(vm.AsyncSteps) {
+			s := m.Stats()
+			log.add("A cancel: inside %d queued %d", s.Inside, s.Queued)
+			w1.Release()
+		})
+	})
+	fa := a.Promise()
+	l.RunUntilIdle()
+	w1 = l.NewSteps()
+	w1.Sync(m, syHold(&log, "W1"))
+	w1.Execute()
+	w2 := l.NewSteps()
+	w2.Sync(m, syHold(&log, "W2"))
+	f2 := w2.Promise()
+	l.RunUntilIdle()
+	a.Cancel()
+	l.RunUntilIdle()
+	syExpect(t, &log, "enter A", "A cancel: inside 1 queued 1", "enter W2", "leave W2")
+	if syOutcome(t, fa) != "canceled" || syOutcome(t, f2) != "ok" {
+		t.Fatal("wrong outcomes")
+	}
+	syStats(t, "at the end", m.Stats(), 0, 0)
+	a.Release()
+	w2.Release()
+	if s := l.Stats(); s.LiveRoots != 0 || s.Timers != 0 {
+		t.Fatalf("%+v", s)
+	}
+	syIdle(t, l)
+}
