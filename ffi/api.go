@@ -114,68 +114,97 @@ func (ls *loopState) destroyStack(p unsafe.Pointer) {
 
 //export stepvmSuccess
 func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "success")
+	e, gen, bad := locate(bsi)
+	if e != nil && e.away(cur) {
+		successAway(e, gen, args, cur)
+		return
+	}
+	c, e := beginAt(e, bad, cur, "success")
 	if e == nil {
 		return
 	}
 	defer c.done()
-	ls, foreign := c.ls, false
+	ls := c.ls
 	if ls == nil {
-		ls = e.ls
-		if foreign = !ls.l.IsSameThread(); foreign {
-			// The loop's state belongs to its goroutine, and no C call of
-			// the loop lends this one values: convert with none, and run
-			// the cleanups of the values for no loop.
-			ls = &loopState{res: ls.res}
-		}
+		ls = e.ls // its goroutine, which runs no C call
 	}
 	var vals [vm.MaxArgs]vm.Value
 	n, bad := fromC(ls, args, &vals)
 	if bad != "" {
-		c.fail(e, "success: "+bad)
-		return
-	}
-	if foreign {
-		e.res.Success(vals[:n]...) // the loop completes the step
+		c.fail("success: " + bad)
 		return
 	}
 	c.as.Success(vals[:n]...)
 }
 
-// fail fails the flow of e with InternalError and info: at once when no C
-// call runs, as on a foreign thread, where Error would not unwind anything.
-func (c callback) fail(e *entry, info string) {
-	if c.ls != nil {
-		c.misuse(info)
+// successAway is success from a thread that is not the goroutine of e's
+// loop: the step's Resumer completes it, and the loop runs it on. No C
+// call of the loop lends this thread values, and the loop's state is not
+// to be touched: the values are converted by a state of their own that
+// lends none, and the cleanups of those copied run for no loop.
+func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
+	c, res, ok := beginAway(e, gen, cur, "success")
+	if !ok {
 		return
 	}
-	if !e.ls.l.IsSameThread() {
-		e.res.Error(vm.InternalError, info)
+	defer c.done()
+	off := loopState{res: e.ls.res}
+	var vals [vm.MaxArgs]vm.Value
+	n, bad := fromC(&off, args, &vals)
+	if bad != "" {
+		c.failAway(res, "success: "+bad)
+		return
+	}
+	res.Success(vals[:n]...)
+}
+
+// fail fails the flow of the call with InternalError and info: at once
+// when no C call runs, as when Go code calls C.
+func (c callback) fail(info string) {
+	if c.ls != nil {
+		c.misuse(info)
 		return
 	}
 	c.as.Error(vm.InternalError, info)
 }
 
+// failAway is fail from a thread that is not the goroutine of the loop of
+// the step res completes: the C call running on it, if any, fails, or else
+// the step.
+func (c callback) failAway(res vm.Resumer, info string) {
+	if c.ls != nil {
+		c.misuse(info)
+		return
+	}
+	res.Error(vm.InternalError, info)
+}
+
 //export stepvmHandleError
 func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "handle_error")
+	e, gen, bad := locate(bsi)
+	if e != nil && e.away(cur) {
+		c, res, ok := beginAway(e, gen, cur, "handle_error")
+		if !ok {
+			return
+		}
+		defer c.done()
+		if code == nil {
+			c.failAway(res, "handle_error with a NULL code")
+			return
+		}
+		res.Error(C.GoString(code), goString(info))
+		return
+	}
+	c, e := beginAt(e, bad, cur, "handle_error")
 	if e == nil {
 		return
 	}
 	defer c.done()
 	if code == nil {
-		c.fail(e, "handle_error with a NULL code")
+		c.fail("handle_error with a NULL code")
 		return
 	}
-	goCode, goInfo := C.GoString(code), ""
-	if info != nil {
-		goInfo = C.GoString(info)
-	}
-	if c.ls == nil && !e.ls.l.IsSameThread() {
-		e.res.Error(goCode, goInfo)
-		return
-	}
-	c.as.Error(goCode, goInfo)
+	c.as.Error(C.GoString(code), goString(info))
 }
 
 //export stepvmSetTimeout
@@ -187,14 +216,6 @@ func stepvmSetTimeout(bsi *C.FutoInAsyncSteps, ms C.uint32_t, cur C.uint32_t) {
 	defer c.done()
 	c.as.SetTimeout(time.Duration(ms) * time.Millisecond)
 	e.waits()
-}
-
-// waits prepares a step that waits for an external event to be completed
-// from a foreign thread.
-func (e *entry) waits() {
-	if e.kind == kindFrame && e.res == (vm.Resumer{}) {
-		e.res = e.as.Resumer()
-	}
 }
 
 //export stepvmSetCancel
@@ -347,8 +368,16 @@ func stepvmRootId(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.ptrdiff_t {
 
 //export stepvmIsValid
 func stepvmIsValid(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
-	e, as, _ := lookup(bsi)
-	if e == nil || !as.Valid() {
+	e, _, _ := locate(bsi)
+	if e == nil {
+		return 0
+	}
+	if e.away(cur) {
+		// The record is current: all another thread can know. (A root
+		// the program dropped counts until its loop gives the record back.)
+		return 1
+	}
+	if e, as, _ := e.resolve(); e == nil || !as.Valid() {
 		return 0
 	}
 	return 1
@@ -429,14 +458,15 @@ func stepvmSchedIsValid(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32
 
 //export stepvmIsSameThread
 func stepvmIsSameThread(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
-	c, e := begin(bsi, cur, "is_same_thread")
+	e, _, bad := locate(bsi)
 	if e == nil {
+		beginAt(nil, bad, cur, "is_same_thread") // reports the misuse
 		return 0
 	}
-	if c.ls == e.ls || e.ls.l.IsSameThread() {
-		return 1
+	if e.away(cur) {
+		return 0
 	}
-	return 0
+	return 1
 }
 
 // goString copies a C string; NULL is "".

@@ -64,6 +64,15 @@
 // C function returns, further calls it makes are ignored. success, add and
 // the other calls take effect at once, as they do from Go.
 //
+// A step that waits for an external event (waitExternal, setTimeout,
+// setCancel) may be completed from any thread, as a Go step through its
+// vm.Resumer: success and handle_error called from a thread that does not
+// run the step's loop hand the outcome to the loop, which may meanwhile
+// have ended the step (canceled, timed out) and reused its record: the
+// call then finds the record stale, as any call through an expired one. isValid and
+// is_same_thread answer on any thread too. The other calls belong to the
+// loop's thread, as vm.AsyncSteps methods belong to its goroutine.
+//
 // # Values
 //
 // A C step receives the values of the previous step as a FutoInArgs valid

@@ -202,3 +202,38 @@ func TestForeignThreadObject(t *testing.T) {
 	}
 	busy.Release()
 }
+
+// A thread the loop does not know keeps calling isValid, is_same_thread,
+// success and handle_error through the record of a step that waited, long
+// after the step was canceled, while the loop releases the record and
+// hands it to other C steps: the calls find the record stale without
+// reading what the loop's goroutine writes there (the race detector
+// reports it otherwise), and the other steps run undisturbed.
+func TestLateForeignCalls(t *testing.T) {
+	l := vm.NewLoop()
+	const flows = 20
+	before := ctest.LateDone()
+	for range flows {
+		root := l.NewSteps()
+		ctest.AddLate(ffi.Binary(root))
+		root.Execute()
+		l.RunUntilIdle()
+		root.Cancel()
+		l.RunUntilIdle()
+		root.Release()
+		for range 20 {
+			other := l.NewSteps()
+			ctest.AddNops(ffi.Binary(other), 5)
+			f := other.Promise()
+			l.RunUntilIdle()
+			if _, err := result(t, f); err != nil {
+				t.Fatal(err)
+			}
+			other.Release()
+		}
+	}
+	for ctest.LateDone()-before < flows {
+		time.Sleep(time.Millisecond)
+	}
+	l.RunUntilIdle()
+}

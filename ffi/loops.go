@@ -233,9 +233,26 @@ type callback struct {
 // call must do nothing: the record is bad, or the C function has already
 // raised something and must return. A call through a record of the loop whose C
 // call runs, the usual case, finds that loop without the registry.
+//
+// begin reads what belongs to the record's loop (resolve): the calls that
+// use it are made on that loop's goroutine, as those of vm.AsyncSteps are.
+// The calls another thread may make (success, handle_error, isValid,
+// is_same_thread) first tell whether they run there (entry.away).
 func begin(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (callback, *entry) {
-	e, as, bad := lookup(bsi)
-	c := callback{as: as}
+	e, _, bad := locate(bsi)
+	return beginAt(e, bad, cur, what)
+}
+
+// beginAt is begin for the entry that locate found (nil: bad says why).
+func beginAt(e *entry, bad string, cur C.uint32_t, what string) (callback, *entry) {
+	var c callback
+	switch {
+	case e == nil:
+	case e.kind != kindRoot && e.kind != kindRootAccessor: // resolve, inlined: every call's path
+		c.as = e.as
+	default:
+		e, c.as, bad = e.resolveRoot()
+	}
 	if cur != 0 { // on a foreign thread, e's loop is not to be touched
 		if e != nil && e.ls.id == cur {
 			c.ls = e.ls
@@ -250,6 +267,29 @@ func begin(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (callback, *ent
 		c.misuse(what + bad)
 	}
 	return c, e
+}
+
+// beginAway starts a call from a thread that is not the goroutine of e's
+// loop (entry.away): it may use only what locate and resumer read. It
+// returns the Resumer of the step the record names, zero if the step does
+// not wait (misuse: only a waiting step can be completed from another
+// thread), and false when the call must do nothing, as begin does; a
+// record that turned stale since locate is misuse as well.
+func beginAway(e *entry, gen uint32, cur C.uint32_t, what string) (callback, vm.Resumer, bool) {
+	var c callback
+	if cur != 0 { // the thread runs a C call of another loop
+		if c.ls = loopByID(cur); c.ls != nil && c.ls.stash != nil {
+			return c, vm.Resumer{}, false
+		}
+	}
+	res, ok := e.resumer(gen)
+	switch {
+	case !ok:
+		c.misuse(what + badStale)
+	case res == vm.Resumer{}:
+		c.misuse(what + " from another thread through a FutoInAsyncSteps whose step does not wait")
+	}
+	return c, res, ok
 }
 
 // misuse fails the C call running on this thread with InternalError. With

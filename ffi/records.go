@@ -25,9 +25,15 @@ const (
 )
 
 // entry is the Go side of one stepvm_bsi record, at the same index. gen
-// matches the record's gen while the record is valid; it is atomic only so
-// that a stale record used from a foreign thread is detected without a data
-// race. The other fields belong to the goroutine of ls's loop.
+// matches the record's gen while the record is valid. An entry belongs to
+// the loop of its block: ls and rec are set as the block is lent to that
+// loop and never change, so any thread that finds the block may read them.
+// gen is atomic, and res is written under mu, so that a thread other than
+// the loop's goroutine (a C thread completing an I/O, say) can tell a stale
+// record and copy the Resumer of a waiting step without a data race (see
+// resumer). Every other field belongs to the goroutine of ls's loop, which
+// rewrites them as it releases the record and hands it out again: only
+// that goroutine may read them (resolve).
 //
 // The record of a frame names it in as: the frame ends, and the record
 // with it, whatever the program does. The records of a root and of the
@@ -40,12 +46,30 @@ type entry struct {
 	kind uint8
 	slot int32  // kindRootAccessor: index in the rootInfo's accessors
 	pos  uint32 // in ls's blocks; see releaseFrame
+	mu   spin   // guards res
 	rec  *C.stepvm_bsi
+	ls   *loopState
 	as   vm.AsyncSteps
 	ri   weak.Pointer[rootInfo]
-	ls   *loopState
-	res  vm.Resumer // set once the step waits: lets foreign threads complete it
+
+	// res is set once the step waits (waits) and cleared as the record is
+	// released, both under mu, which release takes only then: a step that
+	// never waits costs its loop no locking. Other threads read res, with
+	// gen, only under mu.
+	res vm.Resumer
 }
+
+// spin is a lock for sections of a few loads and stores: unlike a
+// sync.Mutex, it fits in the padding of an entry, which keeps its size.
+type spin struct{ v atomic.Uint32 }
+
+func (s *spin) lock() {
+	for !s.v.CompareAndSwap(0, 1) {
+		runtime.Gosched()
+	}
+}
+
+func (s *spin) unlock() { s.v.Store(0) }
 
 func (e *entry) bsi() *C.FutoInAsyncSteps { return (*C.FutoInAsyncSteps)(unsafe.Pointer(e.rec)) }
 
@@ -126,17 +150,47 @@ func newEntry(ls *loopState, as vm.AsyncSteps, kind uint8) *entry {
 		e = &ls.fresh[0]
 		ls.fresh = ls.fresh[1:]
 	}
-	e.kind, e.as, e.ls = kind, as, ls
+	e.kind, e.as = kind, as
 	e.rec.gen = C.uint32_t(e.gen.Load())
 	return e
 }
 
 // release invalidates e's record and queues it for reuse by its loop.
 func (e *entry) release() {
-	ls := e.ls
-	e.gen.Add(1)
-	e.as, e.ri, e.ls, e.res, e.kind = vm.AsyncSteps{}, weak.Pointer[rootInfo]{}, nil, vm.Resumer{}, 0
-	ls.free.push(e)
+	if e.res != (vm.Resumer{}) {
+		e.mu.lock()
+		e.gen.Add(1)
+		e.res = vm.Resumer{}
+		e.mu.unlock()
+	} else {
+		e.gen.Add(1)
+	}
+	e.as, e.ri, e.kind = vm.AsyncSteps{}, weak.Pointer[rootInfo]{}, 0
+	e.ls.free.push(e)
+}
+
+// waits prepares a step that waits for an external event to be completed
+// from another thread.
+func (e *entry) waits() {
+	if e.kind == kindFrame && e.res == (vm.Resumer{}) {
+		r := e.as.Resumer()
+		e.mu.lock()
+		e.res = r
+		e.mu.unlock()
+	}
+}
+
+// resumer returns the Resumer of the step that e's record names while it
+// is still gen, and whether it is: any thread. The Resumer is zero when
+// the step does not wait, or the record names no step; one copied just
+// before the step ended is refused by the VM (Resumer's own generation).
+func (e *entry) resumer(gen uint32) (vm.Resumer, bool) {
+	e.mu.lock()
+	defer e.mu.unlock()
+	if e.gen.Load() != gen {
+		return vm.Resumer{}, false
+	}
+	return e.res, true
 }
 
 // grow lends ls a block of records. Each starts invalid, one generation
@@ -150,7 +204,7 @@ func (ls *loopState) grow() {
 	k := uint32(len(ls.blocks))
 	for i := range b {
 		e := &b[i]
-		e.idx, e.pos = n*blockSize+uint32(i), k*blockSize+uint32(i)
+		e.idx, e.pos, e.ls = n*blockSize+uint32(i), k*blockSize+uint32(i), ls
 		e.rec = (*C.stepvm_bsi)(unsafe.Add(s.mem, i*C.sizeof_stepvm_bsi))
 		e.gen.Store(uint32(e.rec.gen) + 1)
 	}
@@ -222,32 +276,74 @@ const (
 	badStale   = " through a FutoInAsyncSteps whose step or root has ended"
 )
 
-// lookup returns the entry of a record and the handle it names, or why it
-// cannot. A root's handle is held from here on: the root cannot be
-// collected during the call.
-func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
+// locate returns the entry of a live record and the generation the record
+// holds, or why it cannot. Any thread: it reads only the directory, what
+// is fixed once a block is lent (rec, ls) and the generation. The record's
+// gen is C memory the loop rewrites as it hands the record out; a thread
+// that uses a record the loop has released reads it racily, but it is one
+// word, so it reads a value that was written there: an old one, stale, or
+// that of the record's next use, after 512 others (see the package
+// documentation, Memory).
+func locate(bsi *C.FutoInAsyncSteps) (*entry, uint32, string) {
 	if bsi == nil {
-		return nil, vm.AsyncSteps{}, badNull
+		return nil, 0, badNull
 	}
 	if bsi.api != &C.stepvm_api {
-		return nil, vm.AsyncSteps{}, badForeign
+		return nil, 0, badForeign
 	}
 	rec := (*C.stepvm_bsi)(unsafe.Pointer(bsi))
 	idx := uint32(rec.idx)
 	b := blockOf(idx)
 	if b == nil {
-		return nil, vm.AsyncSteps{}, badStale
+		return nil, 0, badStale
 	}
 	e := &b[idx%blockSize]
-	if e.rec != rec || e.gen.Load() != uint32(rec.gen) {
-		return nil, vm.AsyncSteps{}, badStale
+	gen := uint32(rec.gen)
+	if e.rec != rec || e.gen.Load() != gen {
+		return nil, 0, badStale
 	}
+	return e, gen, badNone
+}
+
+// lookup returns the entry of a record and the handle it names, or why it
+// cannot. A root's handle is held from here on: the root cannot be
+// collected during the call. Loop goroutine only (resolve).
+func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
+	e, _, bad := locate(bsi)
+	if e == nil {
+		return nil, vm.AsyncSteps{}, bad
+	}
+	return e.resolve()
+}
+
+// resolve returns the handle e names, as lookup does. Loop goroutine only:
+// it reads what the loop writes as it hands out and releases records.
+func (e *entry) resolve() (*entry, vm.AsyncSteps, string) {
 	if e.kind != kindRoot && e.kind != kindRootAccessor {
 		return e, e.as, badNone
 	}
+	return e.resolveRoot()
+}
+
+// resolveRoot is resolve for the records that name a root weakly.
+func (e *entry) resolveRoot() (*entry, vm.AsyncSteps, string) {
 	ri := e.ri.Value()
 	if ri == nil { // collected; its loop has yet to release the record
 		return nil, vm.AsyncSteps{}, badStale
 	}
 	return e, ri.handle(e.slot), badNone
 }
+
+// away reports whether the calling thread is not the goroutine of e's
+// loop, cur being the loop of the ffi call running on it (0: none). A C
+// call of e's loop tells at once; anything else costs IsSameThread.
+func (e *entry) away(cur C.uint32_t) bool {
+	return cur != e.ls.id && e.ls.elsewhere()
+}
+
+// elsewhere reports whether the caller is not the loop's goroutine. It
+// stays out of line so that away, on the path of every C step's success,
+// is inlined.
+//
+//go:noinline
+func (ls *loopState) elsewhere() bool { return !ls.l.IsSameThread() }

@@ -167,3 +167,11 @@ func AddExecute(p, target unsafe.Pointer)  { C.ctest_add_execute(bsi(p), bsi(tar
 func AddObjectThread(p unsafe.Pointer) { C.ctest_add_object_thread(bsi(p)) }
 
 func ObjectCleanups() int { return int(C.ctest_object_cleanups()) }
+
+// AddLate adds a C step that waits and hands its record to a thread of its
+// own, which calls isValid, is_same_thread, success and handle_error
+// through it 500 times each, racing the step's end and the reuse of its
+// record; LateDone counts the threads that have finished.
+func AddLate(p unsafe.Pointer) { C.ctest_add_late(bsi(p)) }
+
+func LateDone() int { return int(C.ctest_late_done()) }

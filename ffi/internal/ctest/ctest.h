@@ -55,6 +55,8 @@ FutoInAsyncSteps* ctest_waiting(void);
 void ctest_complete(FutoInAsyncSteps* bsi, const char* s);
 void ctest_add_object_thread(FutoInAsyncSteps* bsi);
 int ctest_object_cleanups(void);
+void ctest_add_late(FutoInAsyncSteps* bsi);
+int ctest_late_done(void);
 
 /* bench.c */
 void ctest_add_nop(FutoInAsyncSteps* bsi);

@@ -79,3 +79,49 @@ int ctest_object_cleanups(void)
 {
     return __atomic_load_n(&object_cleanups, __ATOMIC_SEQ_CST);
 }
+
+// A C step that waits and hands its record to a thread of its own, which
+// keeps calling isValid, success and handle_error through it long after
+// the step has ended (by cancel) and its record has gone to other steps,
+// as a late I/O completion would. late_done counts the threads that have
+// finished.
+
+static int late_done;
+
+static void* late_thread(void* arg)
+{
+    static const FutoInType str_type = {FTN_TYPE_STRING, NULL};
+    FutoInAsyncSteps* bsi = (FutoInAsyncSteps*)arg;
+    for (int i = 0; i < 500; i++) {
+        FutoInArgs out;
+        memset(&out, 0, sizeof(out));
+        out.arg0.type = &str_type;
+        out.arg0.cstr = "late";
+        bsi->api->isValid(bsi);
+        bsi->api->is_same_thread(bsi);
+        bsi->api->success(bsi, &out);
+        bsi->api->handle_error(bsi, "Late", "from another thread");
+    }
+    __atomic_add_fetch(&late_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void late_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    pthread_t t;
+    bsi->api->waitExternal(bsi);
+    pthread_create(&t, NULL, late_thread, bsi);
+    pthread_detach(t);
+}
+
+void ctest_add_late(FutoInAsyncSteps* bsi)
+{
+    bsi->api->add(bsi, NULL, late_step, NULL);
+}
+
+int ctest_late_done(void)
+{
+    return __atomic_load_n(&late_done, __ATOMIC_SEQ_CST);
+}
