@@ -69,9 +69,10 @@
 // vm.Resumer: success and handle_error called from a thread that does not
 // run the step's loop hand the outcome to the loop, which may meanwhile
 // have ended the step (canceled, timed out) and reused its record: the
-// call then finds the record stale, as any call through an expired one. isValid and
-// is_same_thread answer on any thread too. The other calls belong to the
-// loop's thread, as vm.AsyncSteps methods belong to its goroutine.
+// call then finds the record stale, as any call through an expired one.
+// isValid and is_same_thread answer on any thread too. The other calls
+// belong to the loop's thread, as vm.AsyncSteps methods belong to its
+// goroutine.
 //
 // # Values
 //
