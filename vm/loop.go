@@ -525,7 +525,10 @@ func (l *Loop) Run(ctx context.Context) error {
 }
 
 // Close stops Run and makes further Posts fail. Flows still running stay
-// as they are; a closed loop can still be iterated by hand.
+// as they are; a closed loop can still be iterated by hand. The memory of
+// a root the program drops without Release after Close goes back to the
+// process directly, as the loop may never run again: Stats keep counting
+// such a root as live.
 func (l *Loop) Close() {
 	l.closed.Store(true)
 	select {
