@@ -592,3 +592,22 @@ func TestSemMisuseZeroHandle(t *testing.T) {
 		})
 	}
 }
+
+// Spawn with a nil function fails the flow that called it, and leaves no
+// root behind: the root it would draw from the pool was never executed,
+// hence never released (LiveRoots stayed 1 until the GC reclaimed it).
+func TestSemMisuseSpawnNil(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Tool().Spawn(nil) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	e := semFail(t, f, vm.InternalError)
+	semInfoMentions(t, e.Info, "Spawn", "nil")
+	root.Release()
+	l.Spawn(nil) // from outside a flow: nothing to fail, nothing spawned
+	l.RunUntilIdle()
+	if st := l.Stats(); st.LiveRoots != 0 || st.RunningRoots != 0 || st.ArenaInUse != 0 {
+		t.Fatalf("after Spawn(nil): %+v", st)
+	}
+}

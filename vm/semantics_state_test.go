@@ -205,3 +205,50 @@ func TestSemClone(t *testing.T) {
 		t.Fatalf("clone count = %v, want 1", v)
 	}
 }
+
+// A cancel handler that Release runs may Clone the root being released:
+// the clone gets the steps still queued and the state, before Release
+// clears them, and runs on its own; the state does not reach the next
+// roots drawn from the pool.
+func TestSemCloneDuringRelease(t *testing.T) {
+	l, _ := semLoop()
+	var log semLog
+	root := l.NewSteps()
+	root.State().Set("who", "orig")
+	var clone vm.AsyncSteps
+	root.Loop(func(as vm.AsyncSteps) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { clone = root.Clone() })
+		})
+	}, "outer")
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		who, _ := as.State().Get("who")
+		log.add("queued step of %v", who)
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	root.State().Set("late", true)
+	root.Release()
+	if !clone.Valid() {
+		t.Fatal("Clone from the cancel handler is invalid")
+	}
+	cf := clone.Promise()
+	l.RunUntilIdle()
+	semOK(t, cf)
+	semExpect(t, &log, "queued step of orig")
+	if !clone.State().Exists("late") {
+		t.Fatal("the clone lacks a variable the model had when it was cloned")
+	}
+	clone.Release()
+
+	for range 2 { // both roots from the pool, the released one among them
+		next := l.NewSteps()
+		defer next.Release()
+		if st := next.State(); len(st.Keys()) != 0 {
+			t.Fatalf("pooled root kept state: %v", st.Keys())
+		}
+	}
+	if st := l.Stats(); st.PooledRoots != 0 || st.RunningRoots != 0 || st.ArenaInUse != 0 || st.Timers != 0 {
+		t.Fatalf("stats after: %+v", st)
+	}
+}

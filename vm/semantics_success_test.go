@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -232,5 +233,18 @@ func TestSemSuccessTooManyValues(t *testing.T) {
 				root.Add(log.step("next"))
 			}, "handler InternalError")
 		})
+	}
+}
+
+// Bool of a float is by value: -0 is false, as 0 is (and as Int says), and
+// a NaN is true. Bool read the bits, so -0 was true.
+func TestSemValueFloatBool(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		want bool
+	}{{0, false}, {math.Copysign(0, -1), false}, {0.5, true}, {-1, true}, {math.NaN(), true}, {math.Inf(-1), true}} {
+		if got := vm.Float(c.f).Bool(); got != c.want {
+			t.Errorf("Float(%v).Bool() = %v, want %v", c.f, got, c.want)
+		}
 	}
 }

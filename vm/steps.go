@@ -569,6 +569,12 @@ func (as AsyncSteps) Release() {
 // Spawn runs fn as a new root from the loop's pool, released when it
 // completes: the one-flow-per-request pattern.
 func (l *Loop) Spawn(fn ExecFunc, onError ...ErrorFunc) {
+	if fn == nil {
+		// Refused before the root is drawn: Add's refusal, made from a
+		// step, would unwind past the Execute that releases the root.
+		l.misuse(nil, "Spawn with a nil step function")
+		return
+	}
 	r := l.newRoot()
 	r.spawned = true
 	as := AsyncSteps{r: r, epoch: r.rootEpoch}

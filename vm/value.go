@@ -99,8 +99,12 @@ func (v Value) Float() float64 {
 	return 0
 }
 
+// Bool reports whether the value is non-zero: a number other than 0 (or
+// a NaN), true, a non-empty string or bytes, a non-nil Any.
 func (v Value) Bool() bool {
 	switch v.kind {
+	case KindFloat: // by value, not bits: -0 is zero
+		return math.Float64frombits(v.num) != 0
 	case KindString, KindBytes:
 		return v.num != 0
 	case KindAny:
