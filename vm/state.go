@@ -3,6 +3,9 @@ package vm
 // State is the state of a flow (FTN12 1.7): variables shared by every step
 // and branch of one root, plus the predefined error_info, last_exception and
 // async_stack. It lives as long as its root and is cleared by Release.
+// Keep the handle, not the *State: the root's memory, its State included,
+// serves the next root the loop creates after Release, and a *State kept
+// past it reads and writes that root's state.
 type State struct {
 	vars map[string]any
 
