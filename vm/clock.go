@@ -2,6 +2,7 @@ package vm
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,9 @@ type ManualClock struct {
 	mu    sync.Mutex
 	now   time.Time
 	loops []*Loop
+	// moves counts the Advances, raised after now moves and before the
+	// loops are roused: see Loop.Run.
+	moves atomic.Uint64
 }
 
 // NewManualClock returns a clock reading start.
@@ -37,6 +41,7 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	loops := c.loops
 	c.mu.Unlock()
+	c.moves.Add(1)
 	for _, l := range loops {
 		l.rouse()
 	}

@@ -28,11 +28,11 @@ import (
 // queue round trip per step.
 type Loop struct {
 	clock   Clock
-	custom  bool  // clock is not the system clock
-	passNow int64 // system clock read during this pass, 0 if none
-	inPass  bool  // Iterate is running: timers are armed at the end of the pass
-	manual  bool
-	start   time.Time // time 0 of the wheel
+	custom  bool         // clock is not the system clock
+	passNow int64        // system clock read during this pass, 0 if none
+	inPass  bool         // Iterate is running: timers are armed at the end of the pass
+	manual  *ManualClock // clock, if it is one; nil otherwise
+	start   time.Time    // time 0 of the wheel
 
 	runq   taskQueue
 	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
@@ -135,7 +135,7 @@ func NewLoop(opts ...LoopOption) *Loop {
 	_, system := l.clock.(systemClock)
 	l.custom = !system
 	if mc, ok := l.clock.(*ManualClock); ok {
-		l.manual = true
+		l.manual = mc
 		mc.attach(l)
 	}
 	l.start = l.clock.Now()
@@ -497,17 +497,24 @@ func (l *Loop) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// An Advance that Run cannot see asleep (one made by a callback of
+		// the pass, or before sleeping is raised) rouses nobody: Run checks
+		// that the clock has not moved since before the pass instead.
+		var moves uint64
+		if l.manual != nil {
+			moves = l.manual.moves.Load()
+		}
 		work, delay := l.Iterate()
 		if work && delay == 0 {
 			continue
 		}
 		l.sleeping.Store(1)
-		if !l.inbox.Empty() || l.closed.Load() {
+		if !l.inbox.Empty() || l.closed.Load() || l.manual != nil && l.manual.moves.Load() != moves {
 			l.sleeping.Store(0)
 			continue
 		}
 		var timeC <-chan time.Time
-		if work && !l.manual {
+		if work && l.manual == nil {
 			if timer == nil {
 				timer = time.NewTimer(delay)
 			} else {

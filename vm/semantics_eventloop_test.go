@@ -522,3 +522,32 @@ func TestSemClockReadOnlyForSurvivingTimers(t *testing.T) {
 		t.Fatalf("error = %q, want %s", code, vm.Timeout)
 	}
 }
+
+// semWithin fails t unless done is closed within a generous bound. It
+// detects a hang; the outcome of a test never depends on the bound.
+func semWithin(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("hang: %s", what)
+	}
+}
+
+// A ManualClock moved on by a timer callback while Run drives the loop
+// wakes Run for the timers now due: Advance from the loop's own goroutine
+// finds Run awake, and Run must not then sleep on the delay it computed
+// from the reading taken before the callbacks ran.
+func TestSemRunAdvanceFromTimerCallback(t *testing.T) {
+	l, clk := semLoop()
+	done := make(chan struct{})
+	l.Deferred(time.Millisecond, func() { clk.Advance(time.Millisecond) })
+	l.Deferred(2*time.Millisecond, func() { close(done) })
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- l.Run(ctx) }()
+	clk.Advance(time.Millisecond)
+	semWithin(t, done, "the timer due after the callback's Advance never fired")
+	cancel()
+	<-ran
+}
