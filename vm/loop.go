@@ -378,7 +378,8 @@ func (l *Loop) handleInbound(in *inbound) {
 
 // Iterate runs one pass: the posts received, every immediate callback and
 // flow step queued when the pass starts (those they queue wait for the
-// next pass), then every timer that is due. haveWork reports whether work
+// next pass), then the timers that are due (a timer that one of them sets
+// due at once may wait for the next pass). haveWork reports whether work
 // remains; delay is how long until the next timer when only timers remain,
 // and 0 when immediate work remains or the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
@@ -426,14 +427,25 @@ func (l *Loop) pass() (now int64, more bool) {
 	}
 	l.cur, l.curTh = nil, nil
 	l.inPass = false
-	if l.wheel.Len() > 0 { // Len counts the unsealed timers
+	due := false
+	if n := l.wheel.Len(); n > 0 { // Len counts the unsealed timers
 		// One reading, taken after every timer of the pass was set, seals
-		// them and fires the due ones.
+		// them and fires the due ones. At most the n timers pending now
+		// fire: a callback that sets a timer due at once (Deferred(0)
+		// re-arming itself) would otherwise keep the pass from ending.
+		// The timers left due are work for the next pass.
 		now = l.passTime()
 		if l.wheel.Unsealed() {
 			l.wheel.Seal(now)
 		}
-		for {
+		for ; ; n-- {
+			if n == 0 {
+				if l.wheel.Len() > 0 {
+					at, ok := l.wheel.NextDeadline()
+					due = ok && at <= now
+				}
+				break
+			}
 			data, ok := l.wheel.Pop(now)
 			if !ok {
 				break
@@ -441,7 +453,7 @@ func (l *Loop) pass() (now int64, more bool) {
 			l.fire(uint32(data), uint32(data>>32))
 		}
 	}
-	return now, l.runq.len() > 0 || l.posted.Load()
+	return now, l.runq.len() > 0 || l.posted.Load() || due
 }
 
 // drainInbox handles the items posted to the loop. posted is lowered first,

@@ -551,3 +551,36 @@ func TestSemRunAdvanceFromTimerCallback(t *testing.T) {
 	cancel()
 	<-ran
 }
+
+// A timer callback that sets a timer due at once does not keep its pass
+// from ending: the new timer fires in a later pass, after the immediate
+// work queued meanwhile, and Iterate reports it as work to do now.
+// Otherwise a callback that re-arms itself with Deferred(0) would starve
+// the loop: no Immediate, Post, Close or context would be seen again.
+func TestSemZeroDeferredChainYields(t *testing.T) {
+	l, _ := semLoop()
+	var log semLog
+	k := 0
+	var chain func()
+	chain = func() {
+		k++
+		log.add("timer %d", k)
+		if k == 1 {
+			l.Immediate(func() { log.add("immediate") })
+		}
+		if k < 1000 { // bounded, so that the bug fails the test instead of hanging it
+			l.Deferred(0, chain)
+		}
+	}
+	l.Deferred(0, chain)
+	for i := range 3 {
+		if work, delay := l.Iterate(); !work || delay != 0 {
+			t.Fatalf("Iterate %d = %v, %v; want true, 0 (a timer is due)", i, work, delay)
+		}
+	}
+	semExpect(t, &log, "timer 1", "immediate", "timer 2", "timer 3")
+	l.RunUntilIdle()
+	if k != 1000 || l.Stats().Timers != 0 || vm.CallbacksInUse(l) != 0 {
+		t.Fatalf("after the chain: %d timers ran, Stats %+v, %d callbacks", k, l.Stats(), vm.CallbacksInUse(l))
+	}
+}
