@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -262,7 +263,12 @@ func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
 		cb.tm = l.wheel.AddAfter(int64(d), data)
 		return
 	}
-	cb.tm = l.wheel.Add(l.now()+int64(d), data) // nothing will seal it soon
+	now := l.now()
+	at := now + int64(d)
+	if at < now { // the longest durations saturate rather than wrap to the past
+		at = math.MaxInt64
+	}
+	cb.tm = l.wheel.Add(at, data) // nothing will seal it soon
 }
 
 // timerData is the data of the timer of callback slot: the slot and its
