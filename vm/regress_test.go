@@ -292,3 +292,34 @@ func TestDroppedWaitingRootLeavesTheStats(t *testing.T) {
 		t.Fatalf("after collection: %d callback records in use, want 0", k)
 	}
 }
+
+// A closed loop still driven by hand accounts for the flows the program
+// drops as an open one does: once collected, they leave the Stats and the
+// loop holds no record of them.
+func TestDroppedRootOfClosedLoopLeavesTheStats(t *testing.T) {
+	l := vm.NewLoop()
+	const n = 100
+	for i := range n {
+		as := l.NewSteps()
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			if i%2 == 0 {
+				as.SetCancel(func(vm.AsyncSteps) {})
+			}
+			as.WaitExternal()
+		})
+		as.Execute()
+	}
+	l.RunUntilIdle()
+	l.Close()
+	for i := 0; i < 100 && l.Stats().LiveRoots > 0; i++ {
+		runtime.GC()
+		runtime.Gosched()
+		l.RunUntilIdle() // applies the reclaims the cleanups posted
+	}
+	if s := l.Stats(); s.RunningRoots != 0 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
+		t.Fatalf("after collection: %+v, want no live or running roots", s)
+	}
+	if k := vm.CallbacksInUse(l); k != 0 {
+		t.Fatalf("after collection: %d callback records in use, want 0", k)
+	}
+}
