@@ -2,7 +2,9 @@ package vm
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
+	"weak"
 )
 
 // Clock is the event loop's source of time. The loop reads it when it arms
@@ -19,7 +21,10 @@ func (systemClock) Now() time.Time { return time.Now() }
 type ManualClock struct {
 	mu    sync.Mutex
 	now   time.Time
-	loops []*Loop
+	loops []weak.Pointer[Loop] // weak: a clock outliving its loops does not keep them
+	// moves counts the Advances, raised after now moves and before the
+	// loops are roused: see Loop.Run.
+	moves atomic.Uint64
 }
 
 // NewManualClock returns a clock reading start.
@@ -37,13 +42,25 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	loops := c.loops
 	c.mu.Unlock()
-	for _, l := range loops {
-		l.rouse()
+	c.moves.Add(1)
+	for _, w := range loops {
+		if l := w.Value(); l != nil {
+			l.rouse()
+		}
 	}
 }
 
+// attach makes Advance wake l, and forgets the loops collected since the
+// last attach. The list is copied, not compacted: Advance reads the old one
+// outside the lock.
 func (c *ManualClock) attach(l *Loop) {
 	c.mu.Lock()
-	c.loops = append(c.loops, l)
+	loops := make([]weak.Pointer[Loop], 0, len(c.loops)+1)
+	for _, w := range c.loops {
+		if w.Value() != nil {
+			loops = append(loops, w)
+		}
+	}
+	c.loops = append(loops, weak.Make(l))
 	c.mu.Unlock()
 }

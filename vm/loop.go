@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -28,11 +29,11 @@ import (
 // queue round trip per step.
 type Loop struct {
 	clock   Clock
-	custom  bool  // clock is not the system clock
-	passNow int64 // system clock read during this pass, 0 if none
-	inPass  bool  // Iterate is running: timers are armed at the end of the pass
-	manual  bool
-	start   time.Time // time 0 of the wheel
+	custom  bool         // clock is not the system clock
+	passNow int64        // system clock read during this pass, 0 if none
+	inPass  bool         // Iterate is running: timers are armed at the end of the pass
+	manual  *ManualClock // clock, if it is one; nil otherwise
+	start   time.Time    // time 0 of the wheel
 
 	runq   taskQueue
 	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
@@ -135,7 +136,7 @@ func NewLoop(opts ...LoopOption) *Loop {
 	_, system := l.clock.(systemClock)
 	l.custom = !system
 	if mc, ok := l.clock.(*ManualClock); ok {
-		l.manual = true
+		l.manual = mc
 		mc.attach(l)
 	}
 	l.start = l.clock.Now()
@@ -262,7 +263,12 @@ func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
 		cb.tm = l.wheel.AddAfter(int64(d), data)
 		return
 	}
-	cb.tm = l.wheel.Add(l.now()+int64(d), data) // nothing will seal it soon
+	now := l.now()
+	at := now + int64(d)
+	if at < now { // the longest durations saturate rather than wrap to the past
+		at = math.MaxInt64
+	}
+	cb.tm = l.wheel.Add(at, data) // nothing will seal it soon
 }
 
 // timerData is the data of the timer of callback slot: the slot and its
@@ -378,7 +384,8 @@ func (l *Loop) handleInbound(in *inbound) {
 
 // Iterate runs one pass: the posts received, every immediate callback and
 // flow step queued when the pass starts (those they queue wait for the
-// next pass), then every timer that is due. haveWork reports whether work
+// next pass), then the timers that are due (a timer that one of them sets
+// due at once may wait for the next pass). haveWork reports whether work
 // remains; delay is how long until the next timer when only timers remain,
 // and 0 when immediate work remains or the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
@@ -426,14 +433,25 @@ func (l *Loop) pass() (now int64, more bool) {
 	}
 	l.cur, l.curTh = nil, nil
 	l.inPass = false
-	if l.wheel.Len() > 0 { // Len counts the unsealed timers
+	due := false
+	if n := l.wheel.Len(); n > 0 { // Len counts the unsealed timers
 		// One reading, taken after every timer of the pass was set, seals
-		// them and fires the due ones.
+		// them and fires the due ones. At most the n timers pending now
+		// fire: a callback that sets a timer due at once (Deferred(0)
+		// re-arming itself) would otherwise keep the pass from ending.
+		// The timers left due are work for the next pass.
 		now = l.passTime()
 		if l.wheel.Unsealed() {
 			l.wheel.Seal(now)
 		}
-		for {
+		for ; ; n-- {
+			if n == 0 {
+				if l.wheel.Len() > 0 {
+					at, ok := l.wheel.NextDeadline()
+					due = ok && at <= now
+				}
+				break
+			}
 			data, ok := l.wheel.Pop(now)
 			if !ok {
 				break
@@ -441,7 +459,7 @@ func (l *Loop) pass() (now int64, more bool) {
 			l.fire(uint32(data), uint32(data>>32))
 		}
 	}
-	return now, l.runq.len() > 0 || l.posted.Load()
+	return now, l.runq.len() > 0 || l.posted.Load() || due
 }
 
 // drainInbox handles the items posted to the loop. posted is lowered first,
@@ -497,17 +515,24 @@ func (l *Loop) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// An Advance that Run cannot see asleep (one made by a callback of
+		// the pass, or before sleeping is raised) rouses nobody: Run checks
+		// that the clock has not moved since before the pass instead.
+		var moves uint64
+		if l.manual != nil {
+			moves = l.manual.moves.Load()
+		}
 		work, delay := l.Iterate()
 		if work && delay == 0 {
 			continue
 		}
 		l.sleeping.Store(1)
-		if !l.inbox.Empty() || l.closed.Load() {
+		if !l.inbox.Empty() || l.closed.Load() || l.manual != nil && l.manual.moves.Load() != moves {
 			l.sleeping.Store(0)
 			continue
 		}
 		var timeC <-chan time.Time
-		if work && !l.manual {
+		if work && l.manual == nil {
 			if timer == nil {
 				timer = time.NewTimer(delay)
 			} else {

@@ -292,3 +292,71 @@ func TestDroppedWaitingRootLeavesTheStats(t *testing.T) {
 		t.Fatalf("after collection: %d callback records in use, want 0", k)
 	}
 }
+
+// A closed loop still driven by hand accounts for the flows the program
+// drops as an open one does: once collected, they leave the Stats and the
+// loop holds no record of them.
+func TestDroppedRootOfClosedLoopLeavesTheStats(t *testing.T) {
+	l := vm.NewLoop()
+	const n = 100
+	for i := range n {
+		as := l.NewSteps()
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			if i%2 == 0 {
+				as.SetCancel(func(vm.AsyncSteps) {})
+			}
+			as.WaitExternal()
+		})
+		as.Execute()
+	}
+	l.RunUntilIdle()
+	l.Close()
+	for i := 0; i < 100 && l.Stats().LiveRoots > 0; i++ {
+		runtime.GC()
+		runtime.Gosched()
+		l.RunUntilIdle() // applies the reclaims the cleanups posted
+	}
+	if s := l.Stats(); s.RunningRoots != 0 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
+		t.Fatalf("after collection: %+v, want no live or running roots", s)
+	}
+	if k := vm.CallbacksInUse(l); k != 0 {
+		t.Fatalf("after collection: %d callback records in use, want 0", k)
+	}
+}
+
+// A ManualClock shared by loops does not keep them alive: a dropped loop is
+// collected (and with it the arenas of its dropped roots) while the clock
+// lives on and still wakes the loops that remain.
+func TestManualClockDoesNotKeepLoops(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(0, 0))
+	collected := make(chan struct{})
+	func() {
+		l := vm.NewLoop(vm.WithClock(clk))
+		runtime.AddCleanup(l, func(ch chan struct{}) { close(ch) }, collected)
+		l.Spawn(func(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() })
+		l.RunUntilIdle()
+	}()
+	for i := 0; ; i++ {
+		runtime.GC()
+		select {
+		case <-collected:
+		default:
+			if i == 100 {
+				t.Fatal("a dropped loop attached to a live ManualClock was never collected")
+			}
+			runtime.Gosched()
+			continue
+		}
+		break
+	}
+	// The clock still drives the loops it has.
+	l := vm.NewLoop(vm.WithClock(clk))
+	fired := false
+	l.Deferred(time.Millisecond, func() { fired = true })
+	clk.Advance(time.Millisecond)
+	l.RunUntilIdle()
+	if !fired {
+		t.Fatal("the timer of a loop on the shared clock did not fire")
+	}
+	runtime.KeepAlive(clk)
+}

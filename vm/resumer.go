@@ -115,7 +115,7 @@ const resumerBlockSize = 256
 type resumerBlock [resumerBlockSize]resumerSlot
 
 type resumerSlot struct {
-	state atomic.Uint64 // generation<<1 | claimed
+	state atomic.Uint64 // generation (32 bits)<<1 | claimed
 	r     *root
 	n     *Node
 	seq   uint32
@@ -148,10 +148,12 @@ func (t *resumerTable) acquire() (uint32, *resumerSlot) {
 	return slot, t.get(slot)
 }
 
-// release ends the generation of slot: its Resumers turn stale.
+// release ends the generation of slot: its Resumers turn stale. The
+// generation wraps at 32 bits, as the one a Resumer carries does: past
+// 2^32 uses, a slot's Resumers would never match it again.
 func (t *resumerTable) release(slot uint32) {
 	s := t.get(slot)
 	s.r, s.n = nil, nil
-	s.state.Store((s.state.Load()>>1 + 1) << 1)
+	s.state.Store(uint64(uint32(s.state.Load()>>1)+1) << 1)
 	t.free = append(t.free, slot)
 }

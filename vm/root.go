@@ -123,10 +123,12 @@ func (l *Loop) newRoot() *root {
 
 // reclaim returns the arena of a root the program dropped without Release.
 // It runs on the GC's cleanup goroutine, so it hands the work to the loop,
-// which owns the arena's accounting. When the loop is closed or gone, the
-// chunks go back to the source directly.
+// which owns the arena's accounting and the records of its frames: a closed
+// loop too, which may still be iterated by hand (if it is not, the arena
+// goes back when the loop is collected, see reclaimDead). When the loop is
+// gone, the chunks go back to the source directly.
 func reclaim(self weak.Pointer[Loop], m arena.Ref) {
-	if l := self.Value(); l != nil && !l.closed.Load() {
+	if l := self.Value(); l != nil {
 		l.inbox.Push(inbound{mem: m})
 		l.wake()
 		return

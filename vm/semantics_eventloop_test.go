@@ -522,3 +522,65 @@ func TestSemClockReadOnlyForSurvivingTimers(t *testing.T) {
 		t.Fatalf("error = %q, want %s", code, vm.Timeout)
 	}
 }
+
+// semWithin fails t unless done is closed within a generous bound. It
+// detects a hang; the outcome of a test never depends on the bound.
+func semWithin(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("hang: %s", what)
+	}
+}
+
+// A ManualClock moved on by a timer callback while Run drives the loop
+// wakes Run for the timers now due: Advance from the loop's own goroutine
+// finds Run awake, and Run must not then sleep on the delay it computed
+// from the reading taken before the callbacks ran.
+func TestSemRunAdvanceFromTimerCallback(t *testing.T) {
+	l, clk := semLoop()
+	done := make(chan struct{})
+	l.Deferred(time.Millisecond, func() { clk.Advance(time.Millisecond) })
+	l.Deferred(2*time.Millisecond, func() { close(done) })
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- l.Run(ctx) }()
+	clk.Advance(time.Millisecond)
+	semWithin(t, done, "the timer due after the callback's Advance never fired")
+	cancel()
+	<-ran
+}
+
+// A timer callback that sets a timer due at once does not keep its pass
+// from ending: the new timer fires in a later pass, after the immediate
+// work queued meanwhile, and Iterate reports it as work to do now.
+// Otherwise a callback that re-arms itself with Deferred(0) would starve
+// the loop: no Immediate, Post, Close or context would be seen again.
+func TestSemZeroDeferredChainYields(t *testing.T) {
+	l, _ := semLoop()
+	var log semLog
+	k := 0
+	var chain func()
+	chain = func() {
+		k++
+		log.add("timer %d", k)
+		if k == 1 {
+			l.Immediate(func() { log.add("immediate") })
+		}
+		if k < 1000 { // bounded, so that the bug fails the test instead of hanging it
+			l.Deferred(0, chain)
+		}
+	}
+	l.Deferred(0, chain)
+	for i := range 3 {
+		if work, delay := l.Iterate(); !work || delay != 0 {
+			t.Fatalf("Iterate %d = %v, %v; want true, 0 (a timer is due)", i, work, delay)
+		}
+	}
+	semExpect(t, &log, "timer 1", "immediate", "timer 2", "timer 3")
+	l.RunUntilIdle()
+	if k != 1000 || l.Stats().Timers != 0 || vm.CallbacksInUse(l) != 0 {
+		t.Fatalf("after the chain: %d timers ran, Stats %+v, %d callbacks", k, l.Stats(), vm.CallbacksInUse(l))
+	}
+}

@@ -359,3 +359,91 @@ func TestSemResumerRacesTimeouts(t *testing.T) {
 		t.Fatalf("after the flows: %+v", st)
 	}
 }
+
+// Resumer completions race, from many goroutines, with Posts that cancel
+// or release the same flows while Run drives the loop, and then with the
+// reuse of the released roots by new flows, which the late completions
+// must not reach. Every flow ends exactly once, with the completion's
+// value only if it won, and the loop ends with nothing in use.
+func TestSemResumerRacesCancelAndRelease(t *testing.T) {
+	l, _ := semLoop()
+	const flows = 300
+	type waiting struct {
+		i    int
+		root vm.AsyncSteps
+		res  vm.Resumer
+	}
+	ready := make(chan waiting, 2*flows)
+	futures := make([]*vm.Future, 2*flows)
+	start := func(i int) {
+		root := l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) {})
+			ready <- waiting{i, root, as.Resumer()}
+			as.WaitExternal()
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { as.Success(vm.Int(a.Int(0))) })
+		futures[i] = root.Promise()
+	}
+	for i := range flows {
+		start(i)
+	}
+	stop := semRunAsync(t, l)
+	var wg sync.WaitGroup
+	stale := make([]vm.Resumer, 0, flows)
+	for range flows {
+		w := <-ready
+		stale = append(stale, w.res)
+		wg.Add(2)
+		go func() { defer wg.Done(); w.res.Success(vm.Int(int64(w.i))) }()
+		go func() {
+			defer wg.Done()
+			l.Post(func() {
+				if w.i%2 == 0 {
+					w.root.Cancel()
+				} else {
+					w.root.Release()
+				}
+			})
+		}()
+	}
+	wg.Wait()
+	for _, f := range futures[:flows] {
+		<-f.Done()
+	}
+	// New flows take the released roots; the stale Resumers fire at them.
+	done := make(chan struct{})
+	l.Post(func() {
+		for i := flows; i < 2*flows; i++ {
+			start(i)
+		}
+		close(done)
+	})
+	<-done
+	for _, res := range stale {
+		wg.Add(1)
+		go func() { defer wg.Done(); res.Success(vm.Int(-1)) }()
+	}
+	for range flows {
+		w := <-ready
+		w.res.Success(vm.Int(int64(w.i)))
+	}
+	wg.Wait()
+	for i, f := range futures {
+		<-f.Done()
+		args, err := f.Wait(context.Background())
+		switch {
+		case err == nil:
+			if args.Int(0) != int64(i) {
+				t.Errorf("flow %d succeeded with %v", i, args.Values())
+			}
+		case errors.Is(err, vm.ErrCanceled) && i < flows:
+		default:
+			t.Errorf("flow %d: %v", i, err)
+		}
+	}
+	stop()
+	if st := l.Stats(); st.ArenaInUse != 0 || st.RunningRoots != 0 || st.Timers != 0 || vm.CallbacksInUse(l) != 0 {
+		t.Fatalf("after the flows: %+v, %d callbacks", st, vm.CallbacksInUse(l))
+	}
+}

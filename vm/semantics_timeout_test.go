@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -295,4 +296,31 @@ func TestSemCancelHandlerCannotComplete(t *testing.T) {
 	if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
 		t.Fatalf("Future error = %v, want ErrCanceled", err)
 	}
+}
+
+// A timer set for the longest duration there is (a "never" many programs
+// write as math.MaxInt64) does not fire once the loop's clock has moved:
+// its deadline saturates instead of wrapping around to the past, whether
+// it is armed at the end of a pass (a step's) or at once (from outside).
+func TestSemLongestTimerNeverFires(t *testing.T) {
+	const never = time.Duration(math.MaxInt64)
+	l, clk := semLoop()
+	var log semLog
+	clk.Advance(time.Millisecond)
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(never)
+		as.Tool().Deferred(never, func() { log.add("deferred from a step") })
+	}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+	f := root.Promise()
+	l.Deferred(never, func() { log.add("deferred from outside") })
+	l.RunUntilIdle()
+	clk.Advance(time.Hour)
+	l.RunUntilIdle()
+	semExpect(t, &log)
+	semPending(t, f)
+	if work, delay := l.Iterate(); !work || delay < 1000*time.Hour {
+		t.Fatalf("Iterate = %v, %v; want a delay of centuries", work, delay)
+	}
+	root.Cancel()
 }

@@ -171,7 +171,12 @@ func (w *Wheel) Seal(now int64) {
 		if len(w.staged) == maxStaged {
 			w.file()
 		}
-		w.stage(u, now+int64(n.due))
+		d := int64(n.due)
+		deadline := now + d
+		if d > 0 && deadline < now { // saturate, rather than wrap to the past
+			deadline = math.MaxInt64
+		}
+		w.stage(u, deadline)
 	}
 	w.unsealed = w.unsealed[:0]
 	w.liveUnsealed = 0

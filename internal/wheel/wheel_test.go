@@ -252,6 +252,22 @@ func TestExtremeTimes(t *testing.T) {
 	}
 }
 
+// A timer added by AddAfter with the longest delay there is is due at the
+// latest time, however late the Seal: its deadline saturates instead of
+// wrapping to the past.
+func TestAddAfterSaturates(t *testing.T) {
+	const maxInt64 = 1<<63 - 1
+	w := New(0, time.Millisecond)
+	w.AddAfter(maxInt64, 1)
+	w.Seal(5 * ms)
+	if got := popAll(w, time.Hour.Nanoseconds()); len(got) != 0 {
+		t.Fatalf("fired at once: %v", got)
+	}
+	if w.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", w.Len())
+	}
+}
+
 func equal(a, b []uint64) bool {
 	if len(a) != len(b) {
 		return false
