@@ -550,10 +550,9 @@ func (l *Loop) Run(ctx context.Context) error {
 }
 
 // Close stops Run and makes further Posts fail. Flows still running stay
-// as they are; a closed loop can still be iterated by hand. The memory of
-// a root the program drops without Release after Close goes back to the
-// process directly, as the loop may never run again: Stats keep counting
-// such a root as live.
+// as they are; a closed loop can still be iterated by hand, and reclaims
+// the roots the program drops when it is (until the loop itself is
+// collected, which returns their memory).
 func (l *Loop) Close() {
 	l.closed.Store(true)
 	select {
