@@ -52,9 +52,15 @@ func (rs Resumer) claim() bool {
 	return rs.l.resumers.get(rs.slot).state.CompareAndSwap(g, g|1)
 }
 
-// Success completes the step with up to four values. Any goroutine.
+// Success completes the step with up to four values. Any goroutine. With
+// more, it fails the step with InternalError instead, as Success through
+// the step's handle does, and returns false.
 func (rs Resumer) Success(vals ...Value) bool {
-	if len(vals) > MaxArgs || !rs.claim() {
+	if len(vals) > MaxArgs {
+		rs.Error(InternalError, "Resumer.Success with more than 4 values")
+		return false
+	}
+	if !rs.claim() {
 		return false
 	}
 	in := inbound{slot: rs.slot, gen: rs.gen}

@@ -104,6 +104,29 @@ func TestSemResumerErrorDrivenByRunUntilIdle(t *testing.T) {
 	semExpect(t, &log, "handler Remote remote info")
 }
 
+// Resumer.Success with more than four values fails the step with
+// InternalError (and returns false) rather than leaving it waiting.
+func TestSemResumerTooManyValues(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var res vm.Resumer
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		res = as.Resumer()
+		as.WaitExternal()
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	if res.Success(vm.Int(1), vm.Int(2), vm.Int(3), vm.Int(4), vm.Int(5)) {
+		t.Fatal("Success with five values returned true")
+	}
+	if res.Success(vm.Int(1)) {
+		t.Fatal("a completion after the refused one returned true")
+	}
+	l.RunUntilIdle()
+	e := semFail(t, f, vm.InternalError)
+	semInfoMentions(t, e.Info, "more than 4 values")
+}
+
 // A completion that comes after the step timed out returns false and does
 // not touch the step that now runs.
 func TestSemResumerLate(t *testing.T) {
