@@ -384,8 +384,8 @@ func (l *Loop) handleInbound(in *inbound) {
 
 // Iterate runs one pass: the posts received, every immediate callback and
 // flow step queued when the pass starts (those they queue wait for the
-// next pass), then the timers that are due (a timer that one of them sets
-// due at once may wait for the next pass). haveWork reports whether work
+// next pass), then the timers that are due (those their callbacks set are
+// armed in the next pass). haveWork reports whether work
 // remains; delay is how long until the next timer when only timers remain,
 // and 0 when immediate work remains or the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
@@ -432,26 +432,17 @@ func (l *Loop) pass() (now int64, more bool) {
 		}
 	}
 	l.cur, l.curTh = nil, nil
-	l.inPass = false
-	due := false
-	if n := l.wheel.Len(); n > 0 { // Len counts the unsealed timers
+	if l.wheel.Len() > 0 { // Len counts the unsealed timers
 		// One reading, taken after every timer of the pass was set, seals
-		// them and fires the due ones. At most the n timers pending now
-		// fire: a callback that sets a timer due at once (Deferred(0)
-		// re-arming itself) would otherwise keep the pass from ending.
-		// The timers left due are work for the next pass.
+		// them and fires the due ones. inPass still holds: the timers the
+		// callbacks set are staged for the next pass, which seals them with
+		// a reading of its own, so a callback that sets a timer due at once
+		// (Deferred(0) re-arming itself) cannot keep this pass going.
 		now = l.passTime()
 		if l.wheel.Unsealed() {
 			l.wheel.Seal(now)
 		}
-		for ; ; n-- {
-			if n == 0 {
-				if l.wheel.Len() > 0 {
-					at, ok := l.wheel.NextDeadline()
-					due = ok && at <= now
-				}
-				break
-			}
+		for {
 			data, ok := l.wheel.Pop(now)
 			if !ok {
 				break
@@ -459,7 +450,8 @@ func (l *Loop) pass() (now int64, more bool) {
 			l.fire(uint32(data), uint32(data>>32))
 		}
 	}
-	return now, l.runq.len() > 0 || l.posted.Load() || due
+	l.inPass = false
+	return now, l.runq.len() > 0 || l.posted.Load() || l.wheel.Unsealed()
 }
 
 // drainInbox handles the items posted to the loop. posted is lowered first,
