@@ -389,17 +389,14 @@ func (l *Loop) handleInbound(in *inbound) {
 // remains; delay is how long until the next timer when only timers remain,
 // and 0 when immediate work remains or the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
-	now, more := l.pass()
-	if more {
+	if l.pass() {
 		return true, 0
 	}
 	if l.wheel.Len() == 0 {
 		return false, 0
 	}
 	if at, ok := l.wheel.NextDeadline(); ok {
-		if now == 0 {
-			now = l.passTime()
-		}
+		now := l.passTime() // fresh if timer callbacks ran: see fire
 		// A wheel bound that is not after now while nothing fired would make
 		// callers spin; wait a tick instead.
 		return true, time.Duration(max(at-now, int64(tick)))
@@ -408,8 +405,8 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 }
 
 // pass is Iterate without the delay: it reports whether immediate work
-// remains, and the loop time it read for the timers (0 if none).
-func (l *Loop) pass() (now int64, more bool) {
+// remains.
+func (l *Loop) pass() (more bool) {
 	if l.depth > 0 {
 		nestedPass()
 	}
@@ -438,7 +435,7 @@ func (l *Loop) pass() (now int64, more bool) {
 		// callbacks set are staged for the next pass, which seals them with
 		// a reading of its own, so a callback that sets a timer due at once
 		// (Deferred(0) re-arming itself) cannot keep this pass going.
-		now = l.passTime()
+		now := l.passTime()
 		if l.wheel.Unsealed() {
 			l.wheel.Seal(now)
 		}
@@ -451,7 +448,7 @@ func (l *Loop) pass() (now int64, more bool) {
 		}
 	}
 	l.inPass = false
-	return now, l.runq.len() > 0 || l.posted.Load() || l.wheel.Unsealed()
+	return l.runq.len() > 0 || l.posted.Load() || l.wheel.Unsealed()
 }
 
 // drainInbox handles the items posted to the loop. posted is lowered first,
@@ -482,7 +479,7 @@ func nestedPass() {
 // fired in the pass), so it skips what Iterate computes for its delay.
 func (l *Loop) RunUntilIdle() {
 	for {
-		if _, more := l.pass(); !more {
+		if !l.pass() {
 			return
 		}
 	}
@@ -555,6 +552,9 @@ func (l *Loop) Close() {
 
 // fire runs the due timer in slot.
 func (l *Loop) fire(slot, gen uint32) {
+	// What fire runs takes time: the pass's reading is stale for counting
+	// a delay until the next timer from it (Iterate), which would wake late.
+	l.passNow = 0
 	cb := &l.cbs[slot]
 	if cb.gen != gen {
 		return

@@ -327,6 +327,19 @@ func TestSemIterate(t *testing.T) {
 	semExpect(t, &log, "A", "B", "T", "posted")
 }
 
+// Iterate counts its delay until the next timer from after the timer
+// callbacks of its pass: a slow callback (here one that moves the clock
+// on) does not make the loop wake late for the next timer.
+func TestSemIterateDelayAfterSlowCallback(t *testing.T) {
+	l, clk := semLoop()
+	l.Deferred(10*time.Millisecond, func() { clk.Advance(4 * time.Millisecond) })
+	l.Deferred(20*time.Millisecond, func() {})
+	clk.Advance(10 * time.Millisecond)
+	if work, delay := l.Iterate(); !work || delay != 6*time.Millisecond {
+		t.Fatalf("Iterate = %v, %v; want true, 6ms (20ms - 10ms - the callback's 4ms)", work, delay)
+	}
+}
+
 // IsSameThread is true on the driving goroutine and in callbacks, false on
 // other goroutines.
 func TestSemIsSameThread(t *testing.T) {
