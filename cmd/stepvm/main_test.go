@@ -172,3 +172,17 @@ func TestBenchTable(t *testing.T) {
 		}
 	}
 }
+
+// TestRunHugeMaxTrace: the pass limit derived from --max-trace must not
+// overflow into a negative one, which stopped every run at once.
+func TestRunHugeMaxTrace(t *testing.T) {
+	file := writeFile(t, "p.step", twoSteps)
+	for _, n := range []string{"92233720368547758", "9223372036854775807"} {
+		for _, args := range [][]string{{"run", "--max-trace", n, file}, {"run", "--model", "--max-trace", n, file}} {
+			code, out, errOut := stepvm(t, "", args...)
+			if code != exitOK || out != twoStepsTrace || errOut != "" {
+				t.Errorf("%v: exit %d, stdout\n%s\nstderr %q", args, code, out, errOut)
+			}
+		}
+	}
+}
