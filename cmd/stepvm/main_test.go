@@ -186,3 +186,16 @@ func TestRunHugeMaxTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchBadProfilePathFailsFirst: a profile that cannot be written is a
+// bad command line, reported before any benchmark runs (they take seconds
+// each), not after all of them.
+func TestBenchBadProfilePathFailsFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "x.prof")
+	for _, flag := range []string{"--cpuprofile", "--memprofile"} {
+		code, out, errOut := stepvm(t, "", "bench", "--run", "^Simple$", "--benchtime", "10ms", flag, bad)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "no such file or directory") || strings.Contains(errOut, "bench 1/2") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d before any benchmark", flag, code, out, errOut, exitUsage)
+		}
+	}
+}
