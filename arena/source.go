@@ -205,13 +205,18 @@ func pushFree(p unsafe.Pointer, size uintptr) {
 }
 
 // commitSlab makes the next slabSize bytes of the region usable. src.mu is
-// held. Exhausting the region is fatal, as running out of memory is.
+// held. Exhausting the region is fatal to the VM, as running out of memory
+// is; the panic unlocks src.mu first: a caller such as the VM, which turns a
+// panic in a step into the flow's error, recovers it, and a source left
+// locked would hang every arena of the process on its next chunk.
 func commitSlab() unsafe.Pointer {
 	if region.size-region.used < slabSize {
-		panic("arena: the node region is exhausted: more than " + strconv.FormatUint(uint64(region.size>>30), 10) + " GiB of chunks held at once")
+		src.mu.Unlock()
+		panic("arena: the node region is exhausted: more than " + strconv.FormatUint(uint64(region.size>>20), 10) + " MiB of chunks held at once")
 	}
 	p := unsafe.Add(region.base, region.used)
 	if err := unix.Mprotect(unsafe.Slice((*byte)(p), slabSize), unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		src.mu.Unlock()
 		panic("arena: mprotect: " + err.Error())
 	}
 	region.used += slabSize

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -257,4 +258,42 @@ func TestLinks(t *testing.T) {
 			t.Fatalf("block %p: Link %d resolves to %p", p, k, At(k))
 		}
 	}
+}
+
+// TestExhaustedRegionLeavesTheSourceUsable runs out of the node region
+// (shrunk for the test to what is committed) and recovers the panic, as the
+// VM does for a panic in a step: the source must not stay locked, or every
+// arena of the process would hang on its next chunk.
+func TestExhaustedRegionLeavesTheSourceUsable(t *testing.T) {
+	const k = 20 // slabSize: a chunk only a new slab can give while its pool is empty
+	src.mu.Lock()
+	size, pooled := region.size, src.free[k]
+	region.size, src.free[k] = region.used, nil
+	src.mu.Unlock()
+	restore := func() {
+		src.mu.Lock()
+		region.size = size
+		for _, p := range src.free[k] {
+			pooled.push(p)
+		}
+		src.free[k] = pooled
+		src.mu.Unlock()
+	}
+	func() {
+		defer func() {
+			if msg, _ := recover().(string); !strings.Contains(msg, "node region is exhausted") {
+				t.Errorf("getChunk of an exhausted region: panic %q", msg)
+			}
+		}()
+		getChunk(slabSize)
+	}()
+	if !src.mu.TryLock() {
+		t.Fatal("the source is still locked after the panic")
+	}
+	src.mu.Unlock()
+	restore()
+	var a Arena
+	a.Init(nil)
+	a.Alloc(slabSize / 2)
+	a.Release()
 }

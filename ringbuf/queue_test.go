@@ -293,3 +293,52 @@ func TestQueueReleasesLargeOverflow(t *testing.T) {
 			cap(q.batch), cap(q.overflow), limit)
 	}
 }
+
+// TestQueueConcurrentDrainPanics drains while producers push and spill, with
+// an fn that panics now and then, in the ring and in the overflow batch
+// alike: every item arrives once, each producer's in order, and the queue
+// ends empty with its overflow state reset.
+func TestQueueConcurrentDrainPanics(t *testing.T) {
+	const producers, items = 4, 50_000
+	q := NewQueue[token](4)
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range items {
+				q.Push(token{a: uint32(p), b: uint32(i)})
+			}
+		})
+	}
+	var next [producers]uint32
+	got := 0
+	fn := func(tk *token) {
+		if tk.b != next[tk.a] {
+			t.Fatalf("producer %d: got item %d, want %d", tk.a, tk.b, next[tk.a])
+		}
+		next[tk.a]++
+		got++
+		if got%97 == 0 {
+			panic(got)
+		}
+	}
+	drain := func() (n int) {
+		defer func() {
+			if p := recover(); p != nil {
+				n = -1
+			}
+		}()
+		return q.Drain(fn)
+	}
+	for got < producers*items {
+		if drain() == 0 {
+			runtime.Gosched()
+		}
+	}
+	wg.Wait()
+	for drain() != 0 {
+	}
+	if got != producers*items || !q.Empty() || q.spilled.Load() || len(q.overflow) != 0 || len(q.batch) != 0 {
+		t.Fatalf("delivered %d of %d; Empty %v, spilled %v, %d in overflow, %d in batch",
+			got, producers*items, q.Empty(), q.spilled.Load(), len(q.overflow), len(q.batch))
+	}
+}

@@ -71,6 +71,16 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if len(workloads) == 0 {
 		return usagef("--run %q matches no workload", *filter)
 	}
+	// The memory profile is written after the run, but its file is
+	// created first: a bad path is a bad command line, reported before
+	// the benchmarks take their seconds each, not after all of them.
+	var memf *os.File
+	if *memprofile != "" {
+		if memf, err = os.Create(*memprofile); err != nil {
+			return usageError{err}
+		}
+		defer memf.Close()
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -116,14 +126,9 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		rows = append(rows, r)
 	}
 	clearProgress()
-	if *memprofile != "" {
-		f, err := os.Create(*memprofile)
-		if err != nil {
-			return usageError{err}
-		}
-		defer f.Close()
+	if memf != nil {
 		runtime.GC()
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		if err := pprof.Lookup("allocs").WriteTo(memf, 0); err != nil {
 			return err
 		}
 	}

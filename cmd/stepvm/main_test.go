@@ -172,3 +172,30 @@ func TestBenchTable(t *testing.T) {
 		}
 	}
 }
+
+// TestRunHugeMaxTrace: the pass limit derived from --max-trace must not
+// overflow into a negative one, which stopped every run at once.
+func TestRunHugeMaxTrace(t *testing.T) {
+	file := writeFile(t, "p.step", twoSteps)
+	for _, n := range []string{"92233720368547758", "9223372036854775807"} {
+		for _, args := range [][]string{{"run", "--max-trace", n, file}, {"run", "--model", "--max-trace", n, file}} {
+			code, out, errOut := stepvm(t, "", args...)
+			if code != exitOK || out != twoStepsTrace || errOut != "" {
+				t.Errorf("%v: exit %d, stdout\n%s\nstderr %q", args, code, out, errOut)
+			}
+		}
+	}
+}
+
+// TestBenchBadProfilePathFailsFirst: a profile that cannot be written is a
+// bad command line, reported before any benchmark runs (they take seconds
+// each), not after all of them.
+func TestBenchBadProfilePathFailsFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "x.prof")
+	for _, flag := range []string{"--cpuprofile", "--memprofile"} {
+		code, out, errOut := stepvm(t, "", "bench", "--run", "^Simple$", "--benchtime", "10ms", flag, bad)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "no such file or directory") || strings.Contains(errOut, "bench 1/2") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d before any benchmark", flag, code, out, errOut, exitUsage)
+		}
+	}
+}

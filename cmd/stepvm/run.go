@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -40,7 +41,12 @@ func runFile(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *showProg {
 		fmt.Fprintln(stdout, p)
 	}
-	lim := prog.Limits{MaxTrace: *maxTrace, MaxPasses: 100 * (*maxTrace + 1000)}
+	// The pass limit saturates: a huge --max-trace must not wrap it to a
+	// negative one, which would stop the run before its first pass.
+	lim := prog.Limits{MaxTrace: *maxTrace, MaxPasses: math.MaxInt}
+	if *maxTrace < math.MaxInt/100-1000 {
+		lim.MaxPasses = 100 * (*maxTrace + 1000)
+	}
 	if *diff {
 		vt, verr := fuzz.Run(p, lim, fuzz.Options{})
 		mt, merr := model.Run(p, lim)
