@@ -1108,3 +1108,33 @@ void cengine_fail_later(FutoInAsyncSteps* bsi, const char* code)
     l->code = eng_strdup(code);
     post(later_event, l);
 }
+
+// ---------------------------------------------------------------------------
+// Synchronization primitives of another implementation, used as an engine
+// with addSync would: lock from a step of the flow.
+
+typedef struct lock_data
+{
+    FutoInSync* sync;
+    int unlock;
+} lock_data;
+
+static void lock_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    lock_data* d = data;
+    d->sync->api->lock(bsi, d->sync);
+    cengine_say("lock returned");
+    if (d->unlock) {
+        d->sync->api->unlock(bsi, d->sync);
+        cengine_say("unlock returned");
+    }
+}
+
+void cengine_add_lock(FutoInAsyncSteps* bsi, FutoInSync* sync, int unlock)
+{
+    lock_data* d = eng_new(sizeof(lock_data));
+    d->sync = sync;
+    d->unlock = unlock;
+    bsi->api->add(bsi, d, lock_step, NULL);
+}

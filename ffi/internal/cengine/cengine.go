@@ -108,3 +108,14 @@ func FailLater(p unsafe.Pointer, code string) {
 // ObjectCleanups counts the cleanups of the custom objects AddEmit's steps
 // made, for the life of the process.
 func ObjectCleanups() int { return int(C.cengine_object_cleanups()) }
+
+// AddLock adds a C step that calls the lock function of the FutoInSync
+// sync itself, with its own FutoInAsyncSteps, as an engine's addSync would,
+// and then, with unlock, its unlock function.
+func AddLock(p, sync unsafe.Pointer, unlock bool) {
+	u := 0
+	if unlock {
+		u = 1
+	}
+	C.cengine_add_lock(bsi(p), (*C.FutoInSync)(sync), C.int(u))
+}

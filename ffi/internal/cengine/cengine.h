@@ -29,4 +29,7 @@ void cengine_complete_later(FutoInAsyncSteps* bsi, int value);
 void cengine_fail_later(FutoInAsyncSteps* bsi, const char* code);
 int cengine_object_cleanups(void);
 
+/* A step that calls sync's lock (then, with unlock, its unlock) itself. */
+void cengine_add_lock(FutoInAsyncSteps* bsi, FutoInSync* sync, int unlock);
+
 #endif
