@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepvm/stepvm/ffi"
 	"github.com/stepvm/stepvm/ffi/internal/cengine"
+	"github.com/stepvm/stepvm/ffi/internal/ctest"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -21,4 +22,20 @@ func TestForeignEngineLocksGoPrimitive(t *testing.T) {
 		root.Add(fsay("inside the section"))
 	})
 	run.expect(t, cengine.Failed, vm.InternalError, "lock returned", "unlock returned")
+}
+
+// A FutoInSync implemented in C, synced on through its Go adapter's own
+// Sync method with a handle on a foreign flow, goes to the engine's
+// addSync, as Sync through the handle does: with this engine, which has
+// none, that is a misuse that says so.
+func TestForeignFlowSyncsCPrimitiveDirectly(t *testing.T) {
+	run := runForeign(t, func(root vm.AsyncSteps) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			ffi.WrapSync(ctest.CMutex()).Sync(as, fsay("never"), nil)
+		}, func(as vm.AsyncSteps, code string) {
+			cengine.Say("handled " + code + ": " + cengine.LastErrorInfo())
+		})
+	})
+	run.expect(t, cengine.Failed, vm.InternalError,
+		"handled InternalError: Sync: the foreign AsyncSteps does not implement it")
 }

@@ -132,6 +132,12 @@ func syncObject(p *C.FutoInSync) (vm.ISync, string) {
 type cSync struct{ p *C.FutoInSync }
 
 func (cs cSync) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {
+	if f := vm.ForeignOf(as); f != nil {
+		// A foreign flow runs on no loop to call lock and unlock for: the
+		// engine's addSync guards it, as Sync through the handle does.
+		f.Sync(cs, fn, onError)
+		return
+	}
 	as.Add(func(as vm.AsyncSteps, args vm.Args) {
 		vals := args.Values()
 		held := false

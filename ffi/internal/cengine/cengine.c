@@ -689,9 +689,16 @@ static void api_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
     }
 }
 
+static char last_info[256];
+
+const char* cengine_last_error_info(void)
+{
+    return last_info;
+}
+
 static void api_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
 {
-    (void)info;
+    snprintf(last_info, sizeof(last_info), "%s", info ? info : "");
     root* r;
     step* s;
     if (!code) {
@@ -950,6 +957,7 @@ void cengine_reset(void)
     }
     misuses = 0;
     last_misuse[0] = 0;
+    last_info[0] = 0;
     cengine_trace_reset();
 }
 

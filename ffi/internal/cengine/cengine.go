@@ -54,6 +54,10 @@ func Misuses() (int, string) {
 	return int(C.cengine_misuses()), C.GoString(C.cengine_last_misuse())
 }
 
+// LastErrorInfo returns the info of the last handle_error call since
+// Reset (the engine keeps none).
+func LastErrorInfo() string { return C.GoString(C.cengine_last_error_info()) }
+
 // Say appends a line to the trace.
 func Say(s string) {
 	cs := C.CString(s)
