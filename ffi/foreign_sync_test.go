@@ -39,3 +39,19 @@ func TestForeignFlowSyncsCPrimitiveDirectly(t *testing.T) {
 	run.expect(t, cengine.Failed, vm.InternalError,
 		"handled InternalError: Sync: the foreign AsyncSteps does not implement it")
 }
+
+// A FutoInSync record that was released stays expired while other records
+// are made: a C library that kept it reaches no other primitive.
+func TestReleasedSyncRecordIsNotReused(t *testing.T) {
+	m1, m2 := vm.NewMutex(1, 0), vm.NewMutex(1, 0)
+	p1 := ffi.Sync(m1)
+	ffi.ReleaseSync(p1)
+	p2 := ffi.Sync(m2)
+	defer ffi.ReleaseSync(p2)
+	if s := ffi.WrapSync(p1); s != nil {
+		t.Fatalf("a released record names %p (the new primitive is %p)", s, m2)
+	}
+	if ffi.WrapSync(p2) != vm.ISync(m2) {
+		t.Fatal("the new record does not name its primitive")
+	}
+}

@@ -32,7 +32,7 @@ func Sync(s vm.ISync) unsafe.Pointer {
 	syncs.mu.Lock()
 	defer syncs.mu.Unlock()
 	var i uint32
-	if syncs.free.n > 0 {
+	if syncs.free.n > quarantine { // C may keep an expired record: it must stay expired
 		i = syncs.free.pop()
 	} else {
 		if !syncs.init {
@@ -65,7 +65,9 @@ func WrapSync(p unsafe.Pointer) vm.ISync {
 }
 
 // ReleaseSync ends the record Sync returned; later uses of it from C are
-// misuse. Releasing nil or an expired record does nothing.
+// misuse, detected as long as C keeps it across fewer than 512 other
+// releases (the record's memory is reused only then, as that of an expired
+// FutoInAsyncSteps). Releasing nil or an expired record does nothing.
 func ReleaseSync(p unsafe.Pointer) {
 	syncs.mu.Lock()
 	defer syncs.mu.Unlock()
