@@ -55,3 +55,42 @@ func TestReleasedSyncRecordIsNotReused(t *testing.T) {
 		t.Fatal("the new record does not name its primitive")
 	}
 }
+
+// A Go step of a foreign flow that NewInstance made frees its own root:
+// its cancel handler runs and adds steps, its function goes on and
+// succeeds with values and a Go value; every late call is the engine's
+// misuse, the flow ends once, and Go holds nothing more for the engine.
+func TestForeignInstanceFreedFromItsOwnStep(t *testing.T) {
+	cengine.Reset()
+	live := ffi.ForeignLive()
+	p := cengine.NewRoot()
+	root := ffi.Wrap(p)
+	inst := root.NewInstance()
+	type payload struct{ n int }
+	inst.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(as vm.AsyncSteps) {
+			cengine.Say("canceled")
+			as.Add(fsay("never"))
+			inst.Add(fsay("never either"))
+		})
+		inst.Add(fsay("not while running"))
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			inst.Release()
+			cengine.Say("released")
+			as.Success(vm.Str("gone"), vm.Any(&payload{1}))
+			as.Add(fsay("never"))
+		})
+	})
+	inst.Add(fsay("next"))
+	inst.Execute()
+	cengine.Run()
+	if inst.Valid() {
+		t.Error("a freed instance is valid")
+	}
+	cengine.Free(p)
+	cengine.Run()
+	expectLines(t, "trace", cengine.Trace(), "canceled", "released")
+	if n := ffi.ForeignLive(); n != live {
+		t.Errorf("Go holds %d objects for the engine, want %d", n, live)
+	}
+}
