@@ -1,7 +1,7 @@
 package ffi
 
 /*
-#include "ffi.h"
+#include "foreign.h"
 */
 import "C"
 
@@ -22,7 +22,9 @@ import (
 // record lives in off-heap memory until ReleaseSync. Its lock and unlock
 // functions, meant for foreign AsyncSteps implementations, are not
 // supported: the VM's primitives admit flows only through Sync, and a call
-// to them fails the calling step with InternalError.
+// to them fails the calling step with InternalError (lock called by a
+// foreign engine refuses through the engine's handle_error, and its unlock
+// then does nothing).
 func Sync(s vm.ISync) unsafe.Pointer {
 	if s == nil {
 		return nil
@@ -30,7 +32,7 @@ func Sync(s vm.ISync) unsafe.Pointer {
 	syncs.mu.Lock()
 	defer syncs.mu.Unlock()
 	var i uint32
-	if syncs.free.n > 0 {
+	if syncs.free.n > quarantine { // C may keep an expired record: it must stay expired
 		i = syncs.free.pop()
 	} else {
 		if !syncs.init {
@@ -63,7 +65,9 @@ func WrapSync(p unsafe.Pointer) vm.ISync {
 }
 
 // ReleaseSync ends the record Sync returned; later uses of it from C are
-// misuse. Releasing nil or an expired record does nothing.
+// misuse, detected as long as C keeps it across fewer than 512 other
+// releases (the record's memory is reused only then, as that of an expired
+// FutoInAsyncSteps). Releasing nil or an expired record does nothing.
 func ReleaseSync(p unsafe.Pointer) {
 	syncs.mu.Lock()
 	defer syncs.mu.Unlock()
@@ -130,6 +134,12 @@ func syncObject(p *C.FutoInSync) (vm.ISync, string) {
 type cSync struct{ p *C.FutoInSync }
 
 func (cs cSync) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {
+	if f := vm.ForeignOf(as); f != nil {
+		// A foreign flow runs on no loop to call lock and unlock for: the
+		// engine's addSync guards it, as Sync through the handle does.
+		f.Sync(cs, fn, onError)
+		return
+	}
 	as.Add(func(as vm.AsyncSteps, args vm.Args) {
 		vals := args.Values()
 		held := false
@@ -174,12 +184,28 @@ func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) {
 
 //export stepvmSyncLock
 func stepvmSyncLock(bsi *C.FutoInAsyncSteps, p *C.FutoInSync, cur C.uint32_t) {
+	const info = "lock of a stepvm synchronization primitive: they admit flows through addSync only"
+	if bsi != nil && bsi.api != nil && bsi.api != &C.stepvm_api {
+		// A foreign engine's step, its caller: refused through the engine,
+		// as the protocol refuses, or the engine would take the return for
+		// an entry. (The loop of cur, if any, runs another flow's C call.)
+		if fxHas(bsi, C.stepvm_fx_handle_error_i) {
+			ccode, cinfo := C.CString(vm.InternalError), C.CString(info)
+			C.stepvm_fx_handle_error(bsi, ccode, cinfo)
+			freeString(ccode)
+			freeString(cinfo)
+		}
+		return
+	}
 	c := callback{ls: loopByID(cur)}
-	c.misuse("lock of a stepvm synchronization primitive: they admit flows through addSync only")
+	c.misuse(info)
 }
 
 //export stepvmSyncUnlock
 func stepvmSyncUnlock(bsi *C.FutoInAsyncSteps, p *C.FutoInSync, cur C.uint32_t) {
+	if bsi != nil && bsi.api != nil && bsi.api != &C.stepvm_api {
+		return // a foreign engine's: its lock was refused, nothing is held
+	}
 	c := callback{ls: loopByID(cur)}
 	c.misuse("unlock of a stepvm synchronization primitive: they admit flows through addSync only")
 }

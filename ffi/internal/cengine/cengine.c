@@ -689,9 +689,16 @@ static void api_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
     }
 }
 
+static char last_info[256];
+
+const char* cengine_last_error_info(void)
+{
+    return last_info;
+}
+
 static void api_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
 {
-    (void)info;
+    snprintf(last_info, sizeof(last_info), "%s", info ? info : "");
     root* r;
     step* s;
     if (!code) {
@@ -950,6 +957,7 @@ void cengine_reset(void)
     }
     misuses = 0;
     last_misuse[0] = 0;
+    last_info[0] = 0;
     cengine_trace_reset();
 }
 
@@ -1107,4 +1115,34 @@ void cengine_fail_later(FutoInAsyncSteps* bsi, const char* code)
     l->bsi = bsi;
     l->code = eng_strdup(code);
     post(later_event, l);
+}
+
+// ---------------------------------------------------------------------------
+// Synchronization primitives of another implementation, used as an engine
+// with addSync would: lock from a step of the flow.
+
+typedef struct lock_data
+{
+    FutoInSync* sync;
+    int unlock;
+} lock_data;
+
+static void lock_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    lock_data* d = data;
+    d->sync->api->lock(bsi, d->sync);
+    cengine_say("lock returned");
+    if (d->unlock) {
+        d->sync->api->unlock(bsi, d->sync);
+        cengine_say("unlock returned");
+    }
+}
+
+void cengine_add_lock(FutoInAsyncSteps* bsi, FutoInSync* sync, int unlock)
+{
+    lock_data* d = eng_new(sizeof(lock_data));
+    d->sync = sync;
+    d->unlock = unlock;
+    bsi->api->add(bsi, d, lock_step, NULL);
 }

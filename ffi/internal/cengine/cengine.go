@@ -54,6 +54,10 @@ func Misuses() (int, string) {
 	return int(C.cengine_misuses()), C.GoString(C.cengine_last_misuse())
 }
 
+// LastErrorInfo returns the info of the last handle_error call since
+// Reset (the engine keeps none).
+func LastErrorInfo() string { return C.GoString(C.cengine_last_error_info()) }
+
 // Say appends a line to the trace.
 func Say(s string) {
 	cs := C.CString(s)
@@ -108,3 +112,14 @@ func FailLater(p unsafe.Pointer, code string) {
 // ObjectCleanups counts the cleanups of the custom objects AddEmit's steps
 // made, for the life of the process.
 func ObjectCleanups() int { return int(C.cengine_object_cleanups()) }
+
+// AddLock adds a C step that calls the lock function of the FutoInSync
+// sync itself, with its own FutoInAsyncSteps, as an engine's addSync would,
+// and then, with unlock, its unlock function.
+func AddLock(p, sync unsafe.Pointer, unlock bool) {
+	u := 0
+	if unlock {
+		u = 1
+	}
+	C.cengine_add_lock(bsi(p), (*C.FutoInSync)(sync), C.int(u))
+}

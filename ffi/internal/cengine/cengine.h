@@ -14,6 +14,7 @@ void cengine_free(FutoInAsyncSteps* root); /* root->api->free(root) */
 int cengine_result(FutoInAsyncSteps* root, char* code, size_t size); /* 0 running or idle, 1 done, 2 failed, 3 canceled */
 int cengine_misuses(void);
 const char* cengine_last_misuse(void);
+const char* cengine_last_error_info(void); /* the info of the last handle_error call */
 
 /* The trace the tests compare. */
 void cengine_say(const char* s);
@@ -28,5 +29,8 @@ void cengine_add_fail(FutoInAsyncSteps* bsi, const char* code);
 void cengine_complete_later(FutoInAsyncSteps* bsi, int value);
 void cengine_fail_later(FutoInAsyncSteps* bsi, const char* code);
 int cengine_object_cleanups(void);
+
+/* A step that calls sync's lock (then, with unlock, its unlock) itself. */
+void cengine_add_lock(FutoInAsyncSteps* bsi, FutoInSync* sync, int unlock);
 
 #endif

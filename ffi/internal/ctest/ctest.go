@@ -175,3 +175,50 @@ func ObjectCleanups() int { return int(C.ctest_object_cleanups()) }
 func AddLate(p unsafe.Pointer) { C.ctest_add_late(bsi(p)) }
 
 func LateDone() int { return int(C.ctest_late_done()) }
+
+// Lock modes of OddSync: lock enters by calling success, by waitExternal
+// then success, refuses with "Refused", calls success twice, adds a C step
+// that prints "lock sub-step", queues every caller, or is a mutex (queues
+// callers while held).
+const (
+	OddLockSuccess = iota + 1
+	OddLockWaitSuccess
+	OddLockRefuse
+	OddLockSuccessTwice
+	OddLockAdd
+	OddLockQueue
+	OddLockMutex
+)
+
+// Unlock modes of OddSync: unlock counts, fails with "UnlockFailed", or
+// hands the section to the oldest waiter (a caller that was queued leaves
+// the queue).
+const (
+	OddUnlockCount = iota
+	OddUnlockFail
+	OddUnlockHandover
+)
+
+// OddSync returns a FutoInSync implemented in C that misbehaves as the
+// modes say, reset (see oddsync.c).
+func OddSync(lockMode, unlockMode int) unsafe.Pointer {
+	return unsafe.Pointer(C.ctest_odd_sync(C.int(lockMode), C.int(unlockMode)))
+}
+
+// OddCounts returns how many times OddSync's lock and unlock ran, and how
+// many callers wait in its queue.
+func OddCounts() (locks, unlocks, queued int) {
+	var l, u, q C.int
+	C.ctest_odd_counts(&l, &u, &q)
+	return int(l), int(u), int(q)
+}
+
+// OddGrant completes the oldest waiter of OddSync with success, through
+// its FutoInAsyncSteps; again repeats the last grant.
+func OddGrant(again bool) {
+	a := 0
+	if again {
+		a = 1
+	}
+	C.ctest_odd_grant(C.int(a))
+}

@@ -33,6 +33,27 @@ int ctest_is_valid(FutoInAsyncSteps* bsi);
 FutoInAsyncSteps* ctest_foreign(void);
 void ctest_execute_with_handler(FutoInAsyncSteps* root);
 
+/* oddsync.c */
+enum
+{
+    CTEST_ODD_LOCK_SUCCESS = 1,
+    CTEST_ODD_LOCK_WAIT_SUCCESS,
+    CTEST_ODD_LOCK_REFUSE,
+    CTEST_ODD_LOCK_SUCCESS_TWICE,
+    CTEST_ODD_LOCK_ADD,
+    CTEST_ODD_LOCK_QUEUE,
+    CTEST_ODD_LOCK_MUTEX,
+};
+enum
+{
+    CTEST_ODD_UNLOCK_COUNT = 0,
+    CTEST_ODD_UNLOCK_FAIL,
+    CTEST_ODD_UNLOCK_HANDOVER,
+};
+FutoInSync* ctest_odd_sync(int lock_mode, int unlock_mode);
+void ctest_odd_counts(int* locks, int* unlocks, int* queued);
+void ctest_odd_grant(int again);
+
 /* misuse.c */
 void ctest_misuse(FutoInAsyncSteps* root, int scenario, int gap);
 void ctest_misuse_outside(FutoInAsyncSteps* root, int scenario);
