@@ -350,7 +350,8 @@ func (l *Loop) parkIteration(r *root, th, it *Node) {
 	L.Tail = link(it)
 }
 
-// endExt releases what frame n waits with, and its record e.
+// endExt releases what frame n waits with, and its record e. (endFrame
+// spells it out.)
 func (l *Loop) endExt(r *root, n *Node, e *callback) {
 	if e.tm != (wheel.Timer{}) {
 		l.wheel.Stop(e.tm) // freeCallback clears e.tm and e.r
@@ -391,7 +392,19 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	}
 	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
 		if e := l.ext(n); e != nil {
-			l.endExt(r, n, e)
+			// endExt, spelled out: a call less for every frame that
+			// waited with a timeout, a cancel handler or a Resumer.
+			if e.tm != (wheel.Timer{}) {
+				l.wheel.Stop(e.tm) // freeCallback clears e.tm and e.r
+			}
+			if e.cancel != 0 {
+				r.freeSlot(e.cancel)
+			}
+			if n.Flags&opcodes.FlagResumer != 0 {
+				l.resumers.release(e.resumer)
+			}
+			l.freeCallback(uint32(n.Next), e)
+			n.Next = 0
 		}
 	}
 	if n.Flags&opcodes.FlagStack != 0 {
