@@ -787,7 +787,8 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	r.status = rootReady // until resetRun: the root frame is still started
 	r.runEpoch++
 	l.running--
-	r.a.SetMark(markLive)
+	r.a.SetMarkAgain(markLive) // a root's arena has its first chunk from newRoot on
+
 	if r.spawned { // the release cancels a run the failure hook restarts
 		if r.reports(code) {
 			l.report(r, args, code, canceled)
@@ -795,10 +796,14 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 		l.release(r)
 		return
 	}
-	r.resetRun()
-	if r.reports(code) { // after the reset: the failure hook may execute r again
+	// report comes after the reset (its failure hook may execute r again);
+	// on the common path, nothing report needs is kept across the reset.
+	if r.reports(code) {
+		r.resetRun()
 		l.report(r, args, code, canceled)
+		return
 	}
+	r.resetRun()
 }
 
 // reports tells whether a run that ends with code (or "") has a Future to

@@ -219,18 +219,18 @@ func (l *Loop) release(r *root) {
 	r.a.SetMark(markReleased)
 }
 
-// resetRun frees everything a run allocated: nodes, slots, stack memory.
-// A run that ended cleanly has freed every node and slot one by one; then
-// only the tables are truncated, and the arena keeps its free lists unless
-// it holds more memory than a reset would keep.
+// resetRun frees everything a run allocated: nodes, slots, stack memory,
+// and the root frame, which must be started (finish's run had one; release
+// tests it). A run that ended cleanly has freed every node and slot one by
+// one; then only the tables are truncated, and the arena keeps its free
+// lists unless it holds more memory than a reset would keep.
 func (r *root) resetRun() {
-	if b := r.base(); b.Seq != 0 {
-		if b.Flags&opcodes.FlagChild == 0 && b.Head != 0 {
-			r.freeQueue(b) // steps an error or a cancel left unexecuted
-		}
-		b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
-		(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
+	b := r.base()
+	if b.Flags&opcodes.FlagChild == 0 && b.Head != 0 {
+		r.freeQueue(b) // steps an error or a cancel left unexecuted
 	}
+	b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
+	(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
 	if r.status == rootReady {
 		r.status = rootIdle
 	}
