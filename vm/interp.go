@@ -135,11 +135,11 @@ func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 	l.pushFlow(r, th, args)
 }
 
+// pushFlow queues a turn of thread th of r with args (nil: no values).
 func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
 	l.runq.room()
 	t := l.runq.next() // reused entry: set every field
-	t.r, t.tok, t.th, t.epoch, t.seq = r, *tok(th), link(th), r.runEpoch, th.Seq
-	t.slot = 0
+	t.setThread(r, th)
 	switch {
 	case args == nil || args.n == 0:
 		t.n = 0

@@ -522,7 +522,11 @@ func (as AsyncSteps) Execute() {
 	r.status = rootRunning
 	l.running++
 	r.a.SetMarkAgain(markLive | markRunning) // newRoot's SetMark took the first chunk
-	l.pushFlow(r, b, nil)
+	// pushFlow(r, b, nil), without the call: each piece inlines.
+	l.runq.room()
+	t := l.runq.next()
+	t.setThread(r, b)
+	t.n = 0
 }
 
 // refuseStart reports the misuse of starting r (what: Execute or Promise)
