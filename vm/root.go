@@ -358,7 +358,8 @@ func (r *root) nextSeq() uint32 {
 // newNode returns a zeroed node for op, wide if op's nodes are.
 func (r *root) newNode(op opcodes.Op) *Node { return r.allocNode(op, op.Wide()) }
 
-// allocNode returns a zeroed node for op, wide or not.
+// allocNode returns a zeroed node for op, wide or not. (addExec spells its
+// narrow case out.)
 func (r *root) allocNode(op opcodes.Op, wide bool) *Node {
 	var p unsafe.Pointer
 	if wide { // two calls with constant sizes: each clears a fixed length
