@@ -417,7 +417,16 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	if n.Head != 0 {
 		r.freeQueue(n)
 	}
-	r.freeNode(n)
+	// freeNode, spelled out (too large to inline): a call less for every
+	// frame that does not end in step's in-line path.
+	r.freeSlot(n.Fn)
+	r.freeSlot(n.Err)
+	n.Seq = 0
+	if n.Wide {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)
+	} else {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
+	}
 }
 
 // raise unwinds thread th with error code (FTN12 1.2): from the innermost
