@@ -135,11 +135,11 @@ func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 	l.pushFlow(r, th, args)
 }
 
+// pushFlow queues a turn of thread th of r with args (nil: no values).
 func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
 	l.runq.room()
 	t := l.runq.next() // reused entry: set every field
-	t.r, t.tok, t.th, t.epoch, t.seq = r, *tok(th), link(th), r.runEpoch, th.Seq
-	t.slot = 0
+	t.setThread(r, th)
 	switch {
 	case args == nil || args.n == 0:
 		t.n = 0
@@ -350,7 +350,8 @@ func (l *Loop) parkIteration(r *root, th, it *Node) {
 	L.Tail = link(it)
 }
 
-// endExt releases what frame n waits with, and its record e.
+// endExt releases what frame n waits with, and its record e. (endFrame
+// spells it out.)
 func (l *Loop) endExt(r *root, n *Node, e *callback) {
 	if e.tm != (wheel.Timer{}) {
 		l.wheel.Stop(e.tm) // freeCallback clears e.tm and e.r
@@ -391,7 +392,19 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	}
 	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
 		if e := l.ext(n); e != nil {
-			l.endExt(r, n, e)
+			// endExt, spelled out: a call less for every frame that
+			// waited with a timeout, a cancel handler or a Resumer.
+			if e.tm != (wheel.Timer{}) {
+				l.wheel.Stop(e.tm) // freeCallback clears e.tm and e.r
+			}
+			if e.cancel != 0 {
+				r.freeSlot(e.cancel)
+			}
+			if n.Flags&opcodes.FlagResumer != 0 {
+				l.resumers.release(e.resumer)
+			}
+			l.freeCallback(uint32(n.Next), e)
+			n.Next = 0
 		}
 	}
 	if n.Flags&opcodes.FlagStack != 0 {
@@ -404,7 +417,16 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	if n.Head != 0 {
 		r.freeQueue(n)
 	}
-	r.freeNode(n)
+	// freeNode, spelled out (too large to inline): a call less for every
+	// frame that does not end in step's in-line path.
+	r.freeSlot(n.Fn)
+	r.freeSlot(n.Err)
+	n.Seq = 0
+	if n.Wide {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)
+	} else {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
+	}
 }
 
 // raise unwinds thread th with error code (FTN12 1.2): from the innermost
@@ -774,7 +796,8 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	r.status = rootReady // until resetRun: the root frame is still started
 	r.runEpoch++
 	l.running--
-	r.a.SetMark(markLive)
+	r.a.SetMarkAgain(markLive) // a root's arena has its first chunk from newRoot on
+
 	if r.spawned { // the release cancels a run the failure hook restarts
 		if r.reports(code) {
 			l.report(r, args, code, canceled)
@@ -782,10 +805,14 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 		l.release(r)
 		return
 	}
-	r.resetRun()
-	if r.reports(code) { // after the reset: the failure hook may execute r again
+	// report comes after the reset (its failure hook may execute r again);
+	// on the common path, nothing report needs is kept across the reset.
+	if r.reports(code) {
+		r.resetRun()
 		l.report(r, args, code, canceled)
+		return
 	}
+	r.resetRun()
 }
 
 // reports tells whether a run that ends with code (or "") has a Future to

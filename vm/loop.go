@@ -28,12 +28,11 @@ import (
 // the same pass, up to inlineBudget steps, so a lone flow does not pay a
 // queue round trip per step.
 type Loop struct {
-	clock   Clock
-	custom  bool         // clock is not the system clock
-	passNow int64        // system clock read during this pass, 0 if none
-	inPass  bool         // Iterate is running: timers are armed at the end of the pass
-	manual  *ManualClock // clock, if it is one; nil otherwise
-	start   time.Time    // time 0 of the wheel
+	clock  Clock
+	custom bool         // clock is not the system clock
+	inPass bool         // Iterate is running: timers are armed at the end of the pass
+	manual *ManualClock // clock, if it is one; nil otherwise
+	start  time.Time    // time 0 of the wheel
 
 	runq   taskQueue
 	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
@@ -153,25 +152,14 @@ func NewLoop(opts ...LoopOption) *Loop {
 }
 
 // now is the loop's time in nanoseconds since the loop was created. On the
-// system clock, time.Since reads only the monotonic clock.
+// system clock, time.Since reads only the monotonic clock (pass spells
+// that case out). Clock reads cost tens of nanoseconds on some virtual
+// machines: a pass reads the clock only for timers that outlive it.
 func (l *Loop) now() int64 {
 	if !l.custom {
-		l.passNow = int64(time.Since(l.start))
-		return l.passNow
+		return int64(time.Since(l.start))
 	}
 	return int64(l.clock.Now().Sub(l.start))
-}
-
-// passTime returns the time for the timer check at the end of a pass: a
-// reading of the system clock taken during the pass if there was one (a
-// timer due since then fires in the next pass: later, never earlier), a
-// fresh reading otherwise. Clock reads cost tens of nanoseconds on some
-// virtual machines.
-func (l *Loop) passTime() int64 {
-	if !l.custom && l.passNow != 0 {
-		return l.passNow
-	}
-	return l.now()
 }
 
 // callback kinds.
@@ -396,7 +384,10 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 		return false, 0
 	}
 	if at, ok := l.wheel.NextDeadline(); ok {
-		now := l.passTime() // fresh if timer callbacks ran: see fire
+		// A fresh reading: one taken before timer callbacks ran would
+		// make the loop wake late by as long as they took. (A pass that
+		// leaves only timers is about to sleep: the reading costs little.)
+		now := l.now()
 		// A wheel bound that is not after now while nothing fired would make
 		// callers spin; wait a tick instead.
 		return true, time.Duration(max(at-now, int64(tick)))
@@ -411,7 +402,6 @@ func (l *Loop) pass() (more bool) {
 		nestedPass()
 	}
 	l.claim()
-	l.passNow = 0
 	l.inPass = true
 	if l.posted.Load() {
 		l.drainInbox()
@@ -434,8 +424,14 @@ func (l *Loop) pass() (more bool) {
 		// them and fires the due ones. inPass still holds: the timers the
 		// callbacks set are staged for the next pass, which seals them with
 		// a reading of its own, so a callback that sets a timer due at once
-		// (Deferred(0) re-arming itself) cannot keep this pass going.
-		now := l.passTime()
+		// (Deferred(0) re-arming itself) cannot keep this pass going. (now,
+		// its common case in line: a call less per pass.)
+		var now int64
+		if l.custom {
+			now = l.now()
+		} else {
+			now = int64(time.Since(l.start))
+		}
 		if l.wheel.Unsealed() {
 			l.wheel.Seal(now)
 		}
@@ -552,9 +548,6 @@ func (l *Loop) Close() {
 
 // fire runs the due timer in slot.
 func (l *Loop) fire(slot, gen uint32) {
-	// What fire runs takes time: the pass's reading is stale for counting
-	// a delay until the next timer from it (Iterate), which would wake late.
-	l.passNow = 0
 	cb := &l.cbs[slot]
 	if cb.gen != gen {
 		return

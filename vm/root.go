@@ -221,18 +221,18 @@ func (l *Loop) release(r *root) {
 	r.a.SetMark(markReleased)
 }
 
-// resetRun frees everything a run allocated: nodes, slots, stack memory.
-// A run that ended cleanly has freed every node and slot one by one; then
-// only the tables are truncated, and the arena keeps its free lists unless
-// it holds more memory than a reset would keep.
+// resetRun frees everything a run allocated: nodes, slots, stack memory,
+// and the root frame, which must be started (finish's run had one; release
+// tests it). A run that ended cleanly has freed every node and slot one by
+// one; then only the tables are truncated, and the arena keeps its free
+// lists unless it holds more memory than a reset would keep.
 func (r *root) resetRun() {
-	if b := r.base(); b.Seq != 0 {
-		if b.Flags&opcodes.FlagChild == 0 && b.Head != 0 {
-			r.freeQueue(b) // steps an error or a cancel left unexecuted
-		}
-		b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
-		(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
+	b := r.base()
+	if b.Flags&opcodes.FlagChild == 0 && b.Head != 0 {
+		r.freeQueue(b) // steps an error or a cancel left unexecuted
 	}
+	b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
+	(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
 	if r.status == rootReady {
 		r.status = rootIdle
 	}
@@ -360,7 +360,8 @@ func (r *root) nextSeq() uint32 {
 // newNode returns a zeroed node for op, wide if op's nodes are.
 func (r *root) newNode(op opcodes.Op) *Node { return r.allocNode(op, op.Wide()) }
 
-// allocNode returns a zeroed node for op, wide or not.
+// allocNode returns a zeroed node for op, wide or not. (addExec spells its
+// narrow case out.)
 func (r *root) allocNode(op opcodes.Op, wide bool) *Node {
 	var p unsafe.Pointer
 	if wide { // two calls with constant sizes: each clears a fixed length
@@ -404,7 +405,7 @@ func (r *root) newExt(n *Node) *callback {
 // freeNode releases a node that is neither queued nor a frame any more,
 // with the slots its operands hold. Only the operations that name slots
 // (opcodes.OpExec to OpRepeat, and OpSync) set Fn and Err; the others leave
-// them 0, which names none.
+// them 0, which names none. (endFrame spells it out.)
 func (r *root) freeNode(n *Node) {
 	r.freeSlot(n.Fn)
 	r.freeSlot(n.Err)

@@ -230,7 +230,16 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 	r := as.r
 	var n *Node
 	if a|b == 0 {
-		n = r.newNode(opcodes.OpExec)
+		// newNode, spelled out (allocNode is too large to inline): a
+		// call less per Add. Reuse and Alloc return zeroed blocks, so
+		// the node is narrow.
+		p := r.a.Reuse(opcodes.NodeSize)
+		if p == nil {
+			p = r.carve(false)
+		}
+		n = (*Node)(p)
+		n.Op = opcodes.OpExec
+		n.Seq = r.nextSeq()
 	} else {
 		n = r.allocNode(opcodes.OpExec, true)
 		o := n.Ops()
@@ -522,7 +531,11 @@ func (as AsyncSteps) Execute() {
 	r.status = rootRunning
 	l.running++
 	r.a.SetMarkAgain(markLive | markRunning) // newRoot's SetMark took the first chunk
-	l.pushFlow(r, b, nil)
+	// pushFlow(r, b, nil), without the call: each piece inlines.
+	l.runq.room()
+	t := l.runq.next()
+	t.setThread(r, b)
+	t.n = 0
 }
 
 // refuseStart reports the misuse of starting r (what: Execute or Promise)

@@ -18,6 +18,13 @@ type task struct {
 	v     Value
 }
 
+// setThread makes t a turn of thread th of r; its values (n, v) are the
+// caller's to set.
+func (t *task) setThread(r *root, th *Node) {
+	t.r, t.tok, t.th, t.epoch, t.seq = r, *tok(th), link(th), r.runEpoch, th.Seq
+	t.slot = 0
+}
+
 // taskQueue is a growable FIFO ring of tasks. Entries are handed out by
 // pointer, to be filled or read in place; the caller clears what a popped
 // entry references.

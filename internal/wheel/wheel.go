@@ -2,6 +2,7 @@ package wheel
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -42,18 +43,20 @@ type Wheel struct {
 	free  uint32 // free list of nodes, linked by next
 
 	// staged lists, in the order added, the timers not yet filed into a
-	// list (see file); entries of timers stopped since stay until the next
-	// filing, or go when no staged timer is left. liveStaged counts the
-	// timers still pending among them, and stagedMin is never after the
-	// earliest deadline of those (math.MaxInt64 when there are none).
-	staged     []stagedTimer
-	liveStaged int
-	stagedMin  int64
-
-	// unsealed lists the timers added by AddAfter since the last Seal, in
-	// order; liveUnsealed counts those not stopped since.
-	unsealed     []stagedTimer
+	// list (see file): first the staged timers, staged[:sealed], which
+	// have deadlines, then those added by AddAfter since the last Seal,
+	// which seals them where they are listed and moves sealed past them
+	// (one list: Seal copies no entry). Entries of timers stopped since
+	// stay until the next filing; those of the unsealed part go when none
+	// of its timers is left, and all go when no timer of either part is.
+	// liveStaged and liveUnsealed count the timers still pending in each
+	// part, and stagedMin is never after the earliest deadline of the
+	// staged ones (math.MaxInt64 when there are none).
+	staged       []stagedTimer
+	sealed       int
+	liveStaged   int
 	liveUnsealed int
+	stagedMin    int64
 
 	// quiet is a time before which Pop, staged timers aside, has nothing
 	// to do: no filed timer is due and cur would not move (the start of
@@ -92,7 +95,10 @@ func New(start int64, tick time.Duration) *Wheel {
 // been reached, rounded up to a tick boundary. A deadline the wheel has
 // already passed makes the timer due at once, after those already due. Add
 // takes amortized constant time (it files maxStaged timers at once) and
-// allocates only when more timers are pending than ever before.
+// allocates only when more timers are pending than ever before. (While
+// timers added by AddAfter await their Seal, Add also moves their entries,
+// which it lists ahead of them: an event loop adds such timers only during
+// a pass, and seals them at its end.)
 //
 // The timer is staged, not filed into its list: most timers of an event
 // loop (step timeouts) are stopped soon after they are set, and a staged
@@ -100,25 +106,23 @@ func New(start int64, tick time.Duration) *Wheel {
 // Staged timers are filed, in the order added, when one of them may be
 // due (Pop), or when maxStaged entries have piled up.
 func (w *Wheel) Add(deadline int64, data uint64) Timer {
-	if len(w.staged) == maxStaged {
+	if w.sealed == maxStaged {
 		w.file()
 	}
 	i, n := w.alloc()
-	n.data = data
-	w.stage(stagedTimer{i, n.gen}, deadline)
+	n.due, n.data, n.list = uint64(deadline), data, stagedList // due holds the deadline until filed
+	w.stagedMin = min(w.stagedMin, deadline)
+	s := stagedTimer{i, n.gen}
+	if w.sealed == len(w.staged) {
+		w.staged = append(w.staged, s)
+	} else {
+		// Ahead of the unsealed timers, which count as added at their Seal.
+		w.staged = slices.Insert(w.staged, w.sealed, s)
+	}
+	w.sealed++
+	w.liveStaged++
 	w.n++
 	return Timer{idx: i, gen: n.gen}
-}
-
-// stage appends timer s, due at deadline, to the staged timers. The
-// caller files them first if maxStaged are staged: without that call,
-// stage is small enough to be inlined.
-func (w *Wheel) stage(s stagedTimer, deadline int64) {
-	n := &w.nodes[s.idx]
-	n.due, n.list = uint64(deadline), stagedList // due holds the deadline until filed
-	w.stagedMin = min(w.stagedMin, deadline)
-	w.staged = append(w.staged, s)
-	w.liveStaged++
 }
 
 // file moves the staged timers into their lists, in the order they were
@@ -126,7 +130,7 @@ func (w *Wheel) stage(s stagedTimer, deadline int64) {
 // no tick has passed since any of them could have been due (Pop files
 // first), so the result is what Add would have computed.
 func (w *Wheel) file() {
-	for _, s := range w.staged {
+	for _, s := range w.staged[:w.sealed] {
 		n := &w.nodes[s.idx]
 		if n.gen != s.gen || n.list != stagedList {
 			continue // stopped
@@ -134,7 +138,8 @@ func (w *Wheel) file() {
 		n.due = max(w.ceilTick(int64(n.due)), w.cur)
 		w.push(w.listFor(n.due), s.idx)
 	}
-	w.staged = w.staged[:0]
+	k := copy(w.staged, w.staged[w.sealed:]) // the unsealed entries, to the front
+	w.staged, w.sealed = w.staged[:k], 0
 	w.liveStaged, w.stagedMin = 0, math.MaxInt64
 	w.quiet = math.MinInt64
 }
@@ -152,7 +157,7 @@ func (w *Wheel) file() {
 func (w *Wheel) AddAfter(d int64, data uint64) Timer {
 	i, n := w.alloc()
 	n.due, n.data, n.list = uint64(d), data, unsealedList // due holds d until sealed
-	w.unsealed = append(w.unsealed, stagedTimer{i, n.gen})
+	w.staged = append(w.staged, stagedTimer{i, n.gen})
 	w.liveUnsealed++
 	w.n++
 	return Timer{idx: i, gen: n.gen}
@@ -161,25 +166,31 @@ func (w *Wheel) AddAfter(d int64, data uint64) Timer {
 // Seal gives the timers added by AddAfter since the last Seal their
 // deadlines, now plus their d, and stages them in the order they were
 // added (see Add). It takes time proportional to the timers added by
-// AddAfter since the last Seal.
+// AddAfter since the last Seal, and files the staged timers if maxStaged
+// entries have piled up.
 func (w *Wheel) Seal(now int64) {
-	for _, u := range w.unsealed {
+	first := w.stagedMin
+	for k := w.sealed; k < len(w.staged); k++ { // not a range over a reslice: cheaper for one timer
+		u := w.staged[k]
 		n := &w.nodes[u.idx]
 		if n.gen != u.gen || n.list != unsealedList {
 			continue // stopped
-		}
-		if len(w.staged) == maxStaged {
-			w.file()
 		}
 		d := int64(n.due)
 		deadline := now + d
 		if d > 0 && deadline < now { // saturate, rather than wrap to the past
 			deadline = math.MaxInt64
 		}
-		w.stage(u, deadline)
+		n.due, n.list = uint64(deadline), stagedList // due holds the deadline until filed
+		first = min(first, deadline)
 	}
-	w.unsealed = w.unsealed[:0]
+	w.stagedMin = first
+	w.sealed = len(w.staged)
+	w.liveStaged += w.liveUnsealed
 	w.liveUnsealed = 0
+	if w.sealed >= maxStaged {
+		w.file()
+	}
 }
 
 // Unsealed reports whether timers added by AddAfter await a Seal.
@@ -197,13 +208,18 @@ func (w *Wheel) Stop(t Timer) bool {
 	case stagedList:
 		w.liveStaged--
 		if w.liveStaged == 0 {
-			w.staged = w.staged[:0] // every entry is stale
 			w.stagedMin = math.MaxInt64
+			if w.liveUnsealed == 0 { // every entry is stale
+				w.staged, w.sealed = w.staged[:0], 0
+			}
 		}
 	case unsealedList:
 		w.liveUnsealed--
-		if w.liveUnsealed == 0 {
-			w.unsealed = w.unsealed[:0]
+		if w.liveUnsealed == 0 { // every unsealed entry is stale, and so are the others if no staged timer is left
+			if w.liveStaged == 0 {
+				w.sealed = 0
+			}
+			w.staged = w.staged[:w.sealed]
 		}
 	default:
 		w.unlink(t.idx)
@@ -309,7 +325,7 @@ func (w *Wheel) NextDeadline() (at int64, ok bool) {
 		// stopped timer's. (At most maxStaged entries.)
 		var first int64
 		found := false
-		for _, s := range w.staged {
+		for _, s := range w.staged[:w.sealed] {
 			n := &w.nodes[s.idx]
 			if n.gen == s.gen && n.list == stagedList && (!found || int64(n.due) < first) {
 				first, found = int64(n.due), true
