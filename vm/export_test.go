@@ -11,3 +11,10 @@ func CallbacksInUse(l *Loop) int {
 	}
 	return len(l.cbs) - 1 - free
 }
+
+// SetSeq sets the last Node.Seq stamp the root of as handed out, so that a
+// test can bring the stamps to their wrap.
+func SetSeq(as AsyncSteps, seq uint32) { as.r.seq = seq }
+
+// HandleSeq returns the Node.Seq stamp the step handle as carries.
+func HandleSeq(as AsyncSteps) uint32 { return as.seq }

@@ -886,7 +886,7 @@ func funcPC[F any](fn F) uintptr {
 // its handle refuses to complete it (this keeps that cost off the callers'
 // common path).
 func (l *Loop) destroyStack(r *root, n *Node) {
-	owner := uint64(n.Seq)
+	owner := stackOwner(n)
 	n.Flags |= opcodes.FlagCanceling // the frame is ending: it is freed next
 	var parentChild opcodes.Flags
 	if n.Parent != 0 {

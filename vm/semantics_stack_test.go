@@ -252,3 +252,25 @@ func TestSemStackDestroyInLoopAndBranch(t *testing.T) {
 		}
 	})
 }
+
+// Stack memory stays with its frame when the run's stamps wrap: a step
+// whose sub-step gets the very stamp the step has (2^32 stamps later, here
+// forced) keeps its allocations until it ends itself.
+func TestSemStackOwnersSurviveStampWrap(t *testing.T) {
+	var log semLog
+	l, _ := semLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.StackRaw(8, func(unsafe.Pointer) { log.add("outer destroyed") })
+		vm.SetSeq(as, vm.HandleSeq(as)-1) // the next stamp is this step's
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.StackRaw(8, func(unsafe.Pointer) { log.add("inner destroyed") })
+		})
+		as.Add(log.step("middle"))
+	})
+	root.Add(log.step("after"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "inner destroyed", "middle", "outer destroyed", "after")
+}

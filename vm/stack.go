@@ -28,7 +28,7 @@ func Stack[T any](as AsyncSteps) *T {
 	if stackalloc.HasPointers[T]() {
 		p := new(T)
 		d := r.put(p)
-		r.allocs().Alloc(&r.a, 0, uint64(n.Seq), d)
+		r.allocs().Alloc(&r.a, 0, stackOwner(n), d)
 		n.Flags |= opcodes.FlagStack
 		return p
 	}
@@ -61,5 +61,13 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 		d = r.put(destroy)
 	}
 	n.Flags |= opcodes.FlagStack
-	return r.allocs().Alloc(&r.a, uintptr(size), uint64(n.Seq), d)
+	return r.allocs().Alloc(&r.a, uintptr(size), stackOwner(n), d)
 }
+
+// stackOwner names frame n as the owner of its Stack allocations. Its Seq
+// alone would repeat once a run has handed out 2^32 stamps (a long loop
+// inside a step that holds Stack memory does that in seconds), and an
+// inner frame would then take its outer frame's allocations; no two live
+// frames share a node, so its link with its Seq is unique among the
+// owners of live allocations.
+func stackOwner(n *Node) uint64 { return uint64(link(n))<<32 | uint64(n.Seq) }
