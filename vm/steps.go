@@ -11,7 +11,10 @@ import (
 // carries generations, so a copy kept past the life of its step or root is
 // detected: Valid reports false, and calls through it end as InternalError
 // of the calling flow without touching the flow that now uses the memory.
-// The zero value is invalid: Valid reports false, State and Tool return
+// (A step's generation is a 32-bit stamp of its run: a copy kept while
+// the same run goes on for 2^32 more steps may find its stamp given again
+// to a step in the same place, and name that step.) The zero value is
+// invalid: Valid reports false, State and Tool return
 // nil, and any other call panics with an *Error (InternalError), which
 // fails the calling flow when made from a step.
 //
