@@ -40,7 +40,9 @@
 //   - Error handlers and cancel handlers run synchronously, inside the turn
 //     (or external call) that raised the error or canceled the flow.
 //   - Timers fire after the immediate work of a pass, in deadline order
-//     (rounded up to the 1 ms tick), ties in the order they were set.
+//     (rounded up to the 1 ms tick), ties in the order they were set. A
+//     timer that a timer callback sets is armed in the next pass, so a
+//     chain of zero delays takes one pass per link.
 //
 // # Errors
 //
@@ -60,7 +62,12 @@
 // flow: InternalError with the panic value as LastException and its text
 // as ErrorInfo, except panic(*Error), which raises that error's code and
 // info. A panic in a cancel handler or a Stack destroy callback is only
-// recorded as LastException: the flow is already ending. API misuse
+// recorded as LastException: the flow is already ending. Such a callback
+// runs while the VM holds frames of its flow: calls through the handle of
+// the step being torn down do nothing, Error through another step's handle
+// of the same flow is misuse (recorded only), and a Cancel or Release of
+// its own root from a destroy callback takes effect in the loop's next
+// turn. API misuse
 // (Success or Error from a step after it added sub-steps, Success twice,
 // calls through the handle of a step that has ended, Execute on a running
 // root, Add on a running root from outside, running the loop from inside
@@ -91,9 +98,9 @@
 // A Loop belongs to one goroutine. Resumer and Post are the only entry
 // points for other goroutines. Run, RunUntilIdle and Iterate do not nest:
 // called from a step, handler or callback of the same loop, they panic
-// with an InternalError *Error (which fails that step's flow). Roots come from a per-loop pool; Release
-// returns them, and a dropped root is reclaimed by the garbage collector
-// together with its arena. Handles (AsyncSteps values) carry generations:
+// with an InternalError *Error (which fails that step's flow). Roots come
+// from a per-loop pool; Release returns them, and a dropped root is
+// reclaimed by the garbage collector together with its arena. Handles (AsyncSteps values) carry generations:
 // a stale handle is detected without reading memory that another flow may
 // own.
 package vm
