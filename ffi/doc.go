@@ -93,7 +93,11 @@
 //
 // addSync accepts a FutoInSync implemented in C (lock and unlock are called
 // from steps of the flow, as in the reference implementation) and the Go
-// primitives Sync hands out; WrapSync gives Go flows either kind.
+// primitives Sync hands out; WrapSync gives Go flows either kind. unlock
+// follows every lock that entered or queued the flow, not one that refused
+// it (handle_error as lock runs). The two calls get FutoInAsyncSteps of
+// different steps: a C primitive must match them by rootId, not by the
+// pointer.
 //
 // # Foreign AsyncSteps
 //

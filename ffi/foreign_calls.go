@@ -77,8 +77,8 @@ func stepvmFxCancel(bsi *C.FutoInAsyncSteps, data C.uintptr_t) {
 	// The flow is being torn down: a panic has nothing left to fail, and
 	// the calls the handler makes go to the engine as they are.
 	defer func() { _ = recover() }()
-	c, _ := fxGet(uintptr(data)).(*fxCancel)
-	if c == nil {
+	c := fxTakeCancel(uintptr(data))
+	if c.fn == nil {
 		return
 	}
 	w := newWrap(bsi, fxKindStep)

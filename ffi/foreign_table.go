@@ -95,6 +95,23 @@ func fxDel(id uintptr) any {
 	return v
 }
 
+// fxTakeCancel returns the cancel handler of id and empties it, so that
+// it runs at most once however often the engine calls it. The entry stays
+// for the record that owns it to drop: deleting it here would leave that
+// record an id whose slot may be reused, its generation wrapped (8 bits on
+// 32-bit platforms), by the time it is dropped.
+func fxTakeCancel(id uintptr) (c fxCancel) {
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	if s := fxSlotOf(id); s != nil {
+		if p, ok := s.v.(*fxCancel); ok {
+			c = *p
+			*p = fxCancel{}
+		}
+	}
+	return c
+}
+
 // fxRelease drops the object of id and what it owns.
 func fxRelease(id uintptr) {
 	switch v := fxDel(id).(type) {

@@ -464,6 +464,23 @@ func TestForeignCancel(t *testing.T) {
 	expectLines(t, "trace", cengine.Trace(), "canceled")
 }
 
+// An engine that calls a Go cancel handler twice runs it once: the second
+// call finds it emptied, and the step's owner record drops it as the step
+// ends.
+func TestForeignCancelHandlerRunsOnce(t *testing.T) {
+	run := runForeign(t, func(root vm.AsyncSteps) {
+		cengine.CancelTwice()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(as vm.AsyncSteps) { cengine.Say("outer canceled") })
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(as vm.AsyncSteps) { cengine.Say("inner canceled") })
+			})
+		})
+	})
+	// Still running (Idle) when runForeign frees it: freeing cancels it.
+	run.expect(t, cengine.Idle, "", "inner canceled", "outer canceled")
+}
+
 func TestWrapRefusesIncompleteTable(t *testing.T) {
 	if ffi.Wrap(nil).Valid() {
 		t.Error("Wrap(nil) is valid")

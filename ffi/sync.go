@@ -128,9 +128,21 @@ func syncObject(p *C.FutoInSync) (vm.ISync, string) {
 // cSync runs sections of stepvm flows under a FutoInSync implemented in C,
 // with the protocol of the reference implementation: lock is called from a
 // step of the flow and either returns (entered), makes the step wait and
-// completes it later (queued), or raises an error (refused); unlock is
-// called once the section ends, however it ends, and also when a flow
-// leaves while queued, which the primitive must accept.
+// completes it later (queued), or raises an error as it runs (refused);
+// unlock is called once the section ends, however it ends, and also when a
+// flow leaves while queued, which the primitive must accept, but never after
+// a refused lock: the flow holds nothing, and the primitive could not tell
+// that unlock from one ending a section the same flow holds further out
+// (FTN12 1.11.4 lets it refuse reentrance). A queued lock that later fails
+// is unlocked: the primitive failing its waiter, and a timeout or cancel of
+// the flow reaching the waiting step, look alike from here, and a waiter
+// left in the queue would be granted a section no one ends.
+//
+// lock and unlock get FutoInAsyncSteps of different steps (the step that
+// locks, and the one around it or its cancel handler that unlocks), so a C
+// primitive must match them by the flow's rootId, as the reference Mutex
+// does, not by the pointer. Parallel branches of a stepvm flow share its
+// rootId.
 type cSync struct{ p *C.FutoInSync }
 
 func (cs cSync) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {
@@ -142,17 +154,24 @@ func (cs cSync) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {
 	}
 	as.Add(func(as vm.AsyncSteps, args vm.Args) {
 		vals := args.Values()
-		held := false
+		owed := false // lock was called and not refused: unlock is owed
 		unlock := func(as vm.AsyncSteps) {
-			if held {
-				held = false
-				cs.call(as, unlockOf(cs.p))
+			if owed {
+				owed = false
+				if p := cs.call(as, unlockOf(cs.p)); p != nil {
+					panic(p)
+				}
 			}
 		}
 		as.SetCancel(unlock) // runs when the section is left by error, Break or cancel
 		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			held = true
-			cs.call(as, lockOf(cs.p))
+			owed = true
+			if p := cs.call(as, lockOf(cs.p)); p != nil {
+				// handle_error (or breakLoop, continueLoop) unwinds:
+				// refused. A misuse (success twice) may follow an entry.
+				owed = !vm.IsUnwinding(p)
+				panic(p)
+			}
 		})
 		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vals...) })
 		as.Add(fn, onError)
@@ -173,13 +192,15 @@ func unlockOf(p *C.FutoInSync) C.stepvm_sync_fn {
 	return C.stepvm_sync_fn((*[2]unsafe.Pointer)(unsafe.Pointer(p.api))[1])
 }
 
-// call runs lock or unlock for the frame as.
-func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) {
+// call runs lock or unlock for the frame as and returns what it raised,
+// for the caller to raise once it has looked at it.
+func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) any {
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
 	s := ls.enter(as, vm.Args{})
 	C.stepvm_call_sync(f, bsi, cs.p, ls.id)
-	ls.settle(s)
+	p, _ := ls.leave(s)
+	return p
 }
 
 //export stepvmSyncLock

@@ -319,12 +319,24 @@ static void end_frame(step* s)
     s->gen++;
 }
 
+/* cancel_twice makes cancel_frame call each handler twice, as a faulty
+ * engine would: the handler's owner must not run it again. */
+static int cancel_twice;
+
+void cengine_cancel_twice(int on)
+{
+    cancel_twice = on;
+}
+
 static void cancel_frame(step* s)
 {
     FutoInAsyncSteps_cancel_callback ch = s->ch;
     if (ch) {
         s->ch = NULL;
         ch(&s->h->base, s->ch_data);
+        if (cancel_twice) {
+            ch(&s->h->base, s->ch_data);
+        }
     }
 }
 
@@ -956,6 +968,7 @@ void cengine_reset(void)
         free(m);
     }
     misuses = 0;
+    cancel_twice = 0;
     last_misuse[0] = 0;
     last_info[0] = 0;
     cengine_trace_reset();

@@ -32,6 +32,10 @@ func Reset() { C.cengine_reset() }
 // Free frees root through its table (free).
 func Free(root unsafe.Pointer) { C.cengine_free(bsi(root)) }
 
+// CancelTwice makes the engine call every cancel handler twice, until
+// Reset, as a faulty engine would.
+func CancelTwice() { C.cengine_cancel_twice(1) }
+
 // Outcomes of a root, as Result reports them.
 const (
 	Idle     = 0 // not executed, or still running

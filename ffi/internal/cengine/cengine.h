@@ -13,6 +13,7 @@ void cengine_reset(void); /* frees everything: no handle may be used after */
 void cengine_free(FutoInAsyncSteps* root); /* root->api->free(root) */
 int cengine_result(FutoInAsyncSteps* root, char* code, size_t size); /* 0 running or idle, 1 done, 2 failed, 3 canceled */
 int cengine_misuses(void);
+void cengine_cancel_twice(int on); /* until reset: cancel handlers are called twice */
 const char* cengine_last_misuse(void);
 const char* cengine_last_error_info(void); /* the info of the last handle_error call */
 
