@@ -276,6 +276,19 @@ const (
 	badStale   = " through a FutoInAsyncSteps whose step or root has ended"
 )
 
+// found is what locate found: the entry of a live record and the
+// generation the record holds, or why there is none (e nil). It is one
+// value so that a call from C starts with locate(bsi).begin(cur, what):
+// two calls from the exported function and, on the usual path, none
+// below them. Every level of calls more costs each call from C a frame
+// (a begin that called locate, then a helper that resolved a root's
+// record, cost the Simple workload's add 35 instructions).
+type found struct {
+	e   *entry
+	gen uint32
+	bad string
+}
+
 // locate returns the entry of a live record and the generation the record
 // holds, or why it cannot. Any thread: it reads only the directory, what
 // is fixed once a block is lent (rec, ls) and the generation. The record's
@@ -284,36 +297,36 @@ const (
 // word, so it reads a value that was written there: an old one, stale, or
 // that of the record's next use, after 512 others (see the package
 // documentation, Memory).
-func locate(bsi *C.FutoInAsyncSteps) (*entry, uint32, string) {
+func locate(bsi *C.FutoInAsyncSteps) found {
 	if bsi == nil {
-		return nil, 0, badNull
+		return found{bad: badNull}
 	}
 	if bsi.api != &C.stepvm_api {
-		return nil, 0, badForeign
+		return found{bad: badForeign}
 	}
 	rec := (*C.stepvm_bsi)(unsafe.Pointer(bsi))
 	idx := uint32(rec.idx)
 	b := blockOf(idx)
 	if b == nil {
-		return nil, 0, badStale
+		return found{bad: badStale}
 	}
 	e := &b[idx%blockSize]
 	gen := uint32(rec.gen)
 	if e.rec != rec || e.gen.Load() != gen {
-		return nil, 0, badStale
+		return found{bad: badStale}
 	}
-	return e, gen, badNone
+	return found{e: e, gen: gen}
 }
 
 // lookup returns the entry of a record and the handle it names, or why it
 // cannot. A root's handle is held from here on: the root cannot be
 // collected during the call. Loop goroutine only (resolve).
 func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
-	e, _, bad := locate(bsi)
-	if e == nil {
-		return nil, vm.AsyncSteps{}, bad
+	f := locate(bsi)
+	if f.e == nil {
+		return nil, vm.AsyncSteps{}, f.bad
 	}
-	return e.resolve()
+	return f.e.resolve()
 }
 
 // resolve returns the handle e names, as lookup does. Loop goroutine only:
