@@ -41,21 +41,25 @@ const (
 // so that they do not keep a root the program drops: once it has been
 // collected they are stale, and its loop releases them (rootGone).
 type entry struct {
-	gen  atomic.Uint32
-	idx  uint32
-	kind uint8
-	slot int32  // kindRootAccessor: index in the rootInfo's accessors
-	pos  uint32 // in ls's blocks; see releaseFrame
-	mu   spin   // guards res
-	rec  *C.stepvm_bsi
-	ls   *loopState
-	as   vm.AsyncSteps
-	ri   weak.Pointer[rootInfo]
+	gen     atomic.Uint32
+	idx     uint32
+	kind    uint8
+	waiting bool   // res is set; see res
+	slot    int32  // kindRootAccessor: index in the rootInfo's accessors
+	pos     uint32 // in ls's blocks; see releaseFrame
+	mu      spin   // guards res
+	rec     *C.stepvm_bsi
+	ls      *loopState
+	as      vm.AsyncSteps
+	ri      weak.Pointer[rootInfo]
 
 	// res is set once the step waits (waits) and cleared as the record is
 	// released, both under mu, which release takes only then: a step that
 	// never waits costs its loop no locking. Other threads read res, with
-	// gen, only under mu.
+	// gen, only under mu. waiting tells the loop's goroutine, to which it
+	// belongs, whether res is set: release, on the path of every record,
+	// tests a byte in the entry's padding rather than the three words of a
+	// Resumer.
 	res vm.Resumer
 }
 
@@ -157,11 +161,12 @@ func newEntry(ls *loopState, as vm.AsyncSteps, kind uint8) *entry {
 
 // release invalidates e's record and queues it for reuse by its loop.
 func (e *entry) release() {
-	if e.res != (vm.Resumer{}) {
+	if e.waiting {
 		e.mu.lock()
 		e.gen.Add(1)
 		e.res = vm.Resumer{}
 		e.mu.unlock()
+		e.waiting = false
 	} else {
 		e.gen.Add(1)
 	}
@@ -172,11 +177,12 @@ func (e *entry) release() {
 // waits prepares a step that waits for an external event to be completed
 // from another thread.
 func (e *entry) waits() {
-	if e.kind == kindFrame && e.res == (vm.Resumer{}) {
+	if e.kind == kindFrame && !e.waiting {
 		r := e.as.Resumer()
 		e.mu.lock()
 		e.res = r
 		e.mu.unlock()
+		e.waiting = r != vm.Resumer{}
 	}
 }
 
