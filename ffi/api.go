@@ -22,7 +22,7 @@ import (
 //export stepvmAdd
 func stepvmAdd(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.FutoInAsyncSteps_execute_callback,
 	eh C.FutoInAsyncSteps_error_callback, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "add")
+	c, e := locate(bsi).begin(cur, "add")
 	if e == nil {
 		return
 	}
@@ -41,7 +41,7 @@ func stepvmAdd(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.FutoInAsyncSteps_e
 //export stepvmParallel
 func stepvmParallel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, eh C.FutoInAsyncSteps_error_callback,
 	cur C.uint32_t) *C.FutoInAsyncSteps {
-	c, e := begin(bsi, cur, "parallel")
+	c, e := locate(bsi).begin(cur, "parallel")
 	if e == nil {
 		return nil
 	}
@@ -61,7 +61,7 @@ func stepvmParallel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, eh C.FutoInAsyncS
 //export stepvmStateVariable
 func stepvmStateVariable(bsi *C.FutoInAsyncSteps, data C.uintptr_t, name *C.char,
 	allocate C.stepvm_alloc_fn, cleanup C.stepvm_state_cleanup_fn, cur C.uint32_t) C.uintptr_t {
-	c, e := begin(bsi, cur, "stateVariable")
+	c, e := locate(bsi).begin(cur, "stateVariable")
 	if e == nil {
 		return 0
 	}
@@ -83,7 +83,7 @@ type stackHeader struct {
 //export stepvmStack
 func stepvmStack(bsi *C.FutoInAsyncSteps, size C.size_t, cleanup C.stepvm_stack_cleanup_fn,
 	cur C.uint32_t) unsafe.Pointer {
-	c, e := begin(bsi, cur, "stack")
+	c, e := locate(bsi).begin(cur, "stack")
 	if e == nil {
 		return nil
 	}
@@ -114,12 +114,12 @@ func (ls *loopState) destroyStack(p unsafe.Pointer) {
 
 //export stepvmSuccess
 func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) {
-	e, gen, bad := locate(bsi)
-	if e != nil && e.away(cur) {
-		successAway(e, gen, args, cur)
+	f := locate(bsi)
+	if f.e != nil && f.e.away(cur) {
+		successAway(f.e, f.gen, args, cur)
 		return
 	}
-	c, e := beginAt(e, bad, cur, "success")
+	c, e := f.begin(cur, "success")
 	if e == nil {
 		return
 	}
@@ -181,9 +181,9 @@ func (c callback) failAway(res vm.Resumer, info string) {
 
 //export stepvmHandleError
 func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32_t) {
-	e, gen, bad := locate(bsi)
-	if e != nil && e.away(cur) {
-		c, res, ok := beginAway(e, gen, cur, "handle_error")
+	f := locate(bsi)
+	if e := f.e; e != nil && e.away(cur) {
+		c, res, ok := beginAway(e, f.gen, cur, "handle_error")
 		if !ok {
 			return
 		}
@@ -195,7 +195,7 @@ func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32
 		res.Error(C.GoString(code), goString(info))
 		return
 	}
-	c, e := beginAt(e, bad, cur, "handle_error")
+	c, e := f.begin(cur, "handle_error")
 	if e == nil {
 		return
 	}
@@ -209,7 +209,7 @@ func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32
 
 //export stepvmSetTimeout
 func stepvmSetTimeout(bsi *C.FutoInAsyncSteps, ms C.uint32_t, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "setTimeout")
+	c, e := locate(bsi).begin(cur, "setTimeout")
 	if e == nil {
 		return
 	}
@@ -221,7 +221,7 @@ func stepvmSetTimeout(bsi *C.FutoInAsyncSteps, ms C.uint32_t, cur C.uint32_t) {
 //export stepvmSetCancel
 func stepvmSetCancel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ch C.FutoInAsyncSteps_cancel_callback,
 	cur C.uint32_t) {
-	c, e := begin(bsi, cur, "setCancel")
+	c, e := locate(bsi).begin(cur, "setCancel")
 	if e == nil {
 		return
 	}
@@ -236,7 +236,7 @@ func stepvmSetCancel(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ch C.FutoInAsync
 
 //export stepvmWaitExternal
 func stepvmWaitExternal(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "waitExternal")
+	c, e := locate(bsi).begin(cur, "waitExternal")
 	if e == nil {
 		return
 	}
@@ -248,7 +248,7 @@ func stepvmWaitExternal(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
 //export stepvmLoop
 func stepvmLoop(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.stepvm_loop_fn, label *C.char,
 	cur C.uint32_t) {
-	c, e := begin(bsi, cur, "loop")
+	c, e := locate(bsi).begin(cur, "loop")
 	if e == nil {
 		return
 	}
@@ -263,7 +263,7 @@ func stepvmLoop(bsi *C.FutoInAsyncSteps, data C.uintptr_t, f C.stepvm_loop_fn, l
 //export stepvmRepeat
 func stepvmRepeat(bsi *C.FutoInAsyncSteps, data C.uintptr_t, count C.size_t, f C.stepvm_repeat_fn,
 	label *C.char, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "repeat")
+	c, e := locate(bsi).begin(cur, "repeat")
 	if e == nil {
 		return
 	}
@@ -278,7 +278,7 @@ func stepvmRepeat(bsi *C.FutoInAsyncSteps, data C.uintptr_t, count C.size_t, f C
 
 //export stepvmBreakLoop
 func stepvmBreakLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "breakLoop")
+	c, e := locate(bsi).begin(cur, "breakLoop")
 	if e == nil {
 		return
 	}
@@ -288,7 +288,7 @@ func stepvmBreakLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) {
 
 //export stepvmContinueLoop
 func stepvmContinueLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "continueLoop")
+	c, e := locate(bsi).begin(cur, "continueLoop")
 	if e == nil {
 		return
 	}
@@ -299,7 +299,7 @@ func stepvmContinueLoop(bsi *C.FutoInAsyncSteps, label *C.char, cur C.uint32_t) 
 //export stepvmExecute
 func stepvmExecute(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ueh C.FutoInAsyncSteps_error_callback,
 	cur C.uint32_t) {
-	c, e := begin(bsi, cur, "execute")
+	c, e := locate(bsi).begin(cur, "execute")
 	if e == nil {
 		return
 	}
@@ -321,7 +321,7 @@ func stepvmExecute(bsi *C.FutoInAsyncSteps, data C.uintptr_t, ueh C.FutoInAsyncS
 
 //export stepvmCancel
 func stepvmCancel(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "cancel")
+	c, e := locate(bsi).begin(cur, "cancel")
 	if e == nil {
 		return
 	}
@@ -332,7 +332,7 @@ func stepvmCancel(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
 //export stepvmAddSync
 func stepvmAddSync(bsi *C.FutoInAsyncSteps, sync *C.FutoInSync, data C.uintptr_t,
 	f C.FutoInAsyncSteps_execute_callback, eh C.FutoInAsyncSteps_error_callback, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "addSync")
+	c, e := locate(bsi).begin(cur, "addSync")
 	if e == nil {
 		return
 	}
@@ -359,7 +359,7 @@ func stepvmAddSync(bsi *C.FutoInAsyncSteps, sync *C.FutoInSync, data C.uintptr_t
 
 //export stepvmRootId
 func stepvmRootId(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.ptrdiff_t {
-	c, e := begin(bsi, cur, "rootId")
+	c, e := locate(bsi).begin(cur, "rootId")
 	if e == nil {
 		return 0
 	}
@@ -368,7 +368,7 @@ func stepvmRootId(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.ptrdiff_t {
 
 //export stepvmIsValid
 func stepvmIsValid(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
-	e, _, _ := locate(bsi)
+	e := locate(bsi).e
 	if e == nil {
 		return 0
 	}
@@ -385,7 +385,7 @@ func stepvmIsValid(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
 
 //export stepvmNewInstance
 func stepvmNewInstance(bsi *C.FutoInAsyncSteps, cur C.uint32_t) *C.FutoInAsyncSteps {
-	c, e := begin(bsi, cur, "newInstance")
+	c, e := locate(bsi).begin(cur, "newInstance")
 	if e == nil {
 		return nil
 	}
@@ -401,7 +401,7 @@ func stepvmNewInstance(bsi *C.FutoInAsyncSteps, cur C.uint32_t) *C.FutoInAsyncSt
 
 //export stepvmFree
 func stepvmFree(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "free")
+	c, e := locate(bsi).begin(cur, "free")
 	if e == nil || e.kind != kindRoot {
 		return // a step's or an accessor's record ends with what it names
 	}
@@ -421,7 +421,7 @@ func stepvmFree(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
 //export stepvmSchedule
 func stepvmSchedule(bsi *C.FutoInAsyncSteps, deferred C.int, ms C.uint32_t, data C.uintptr_t,
 	cb C.stepvm_cb_fn, h *C.FutoInHandle, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "sched")
+	c, e := locate(bsi).begin(cur, "sched")
 	if e == nil {
 		return
 	}
@@ -435,7 +435,7 @@ func stepvmSchedule(bsi *C.FutoInAsyncSteps, deferred C.int, ms C.uint32_t, data
 
 //export stepvmSchedCancel
 func stepvmSchedCancel(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32_t) {
-	c, e := begin(bsi, cur, "sched_cancel")
+	c, e := locate(bsi).begin(cur, "sched_cancel")
 	if e == nil || h == nil {
 		return
 	}
@@ -445,7 +445,7 @@ func stepvmSchedCancel(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32_
 
 //export stepvmSchedIsValid
 func stepvmSchedIsValid(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32_t) C.int {
-	c, e := begin(bsi, cur, "sched_is_valid")
+	c, e := locate(bsi).begin(cur, "sched_is_valid")
 	if e == nil || h == nil {
 		return 0
 	}
@@ -458,9 +458,10 @@ func stepvmSchedIsValid(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32
 
 //export stepvmIsSameThread
 func stepvmIsSameThread(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
-	e, _, bad := locate(bsi)
+	f := locate(bsi)
+	e := f.e
 	if e == nil {
-		beginAt(nil, bad, cur, "is_same_thread") // reports the misuse
+		f.begin(cur, "is_same_thread") // reports the misuse
 		return 0
 	}
 	if e.away(cur) {

@@ -228,30 +228,30 @@ type callback struct {
 	as vm.AsyncSteps // what the record names (begin)
 }
 
-// begin starts a call from C through bsi: it resolves the record into
-// c.as, and reports a bad one as misuse. It returns a nil entry when the
-// call must do nothing: the record is bad, or the C function has already
-// raised something and must return. A call through a record of the loop whose C
-// call runs, the usual case, finds that loop without the registry.
+// begin starts a call from C through the record f was located from: it
+// resolves the record into c.as, and reports a bad one as misuse. It
+// returns a nil entry when the call must do nothing: the record is bad, or
+// the C function has already raised something and must return. A call
+// through a record of the loop whose C call runs, the usual case, finds
+// that loop without the registry.
 //
 // begin reads what belongs to the record's loop (resolve): the calls that
 // use it are made on that loop's goroutine, as those of vm.AsyncSteps are.
 // The calls another thread may make (success, handle_error, isValid,
 // is_same_thread) first tell whether they run there (entry.away).
-func begin(bsi *C.FutoInAsyncSteps, cur C.uint32_t, what string) (callback, *entry) {
-	e, _, bad := locate(bsi)
-	return beginAt(e, bad, cur, what)
-}
-
-// beginAt is begin for the entry that locate found (nil: bad says why).
-func beginAt(e *entry, bad string, cur C.uint32_t, what string) (callback, *entry) {
+func (f found) begin(cur C.uint32_t, what string) (callback, *entry) {
 	var c callback
+	e, bad := f.e, f.bad
 	switch {
 	case e == nil:
 	case e.kind != kindRoot && e.kind != kindRootAccessor: // resolve, inlined: every call's path
 		c.as = e.as
-	default:
-		e, c.as, bad = e.resolveRoot()
+	default: // resolveRoot, inlined: a call through a root's record makes no third call
+		if ri := e.ri.Value(); ri != nil {
+			c.as = ri.handle(e.slot)
+		} else {
+			e, bad = nil, badStale
+		}
 	}
 	if cur != 0 { // on a foreign thread, e's loop is not to be touched
 		if e != nil && e.ls.id == cur {

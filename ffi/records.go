@@ -41,21 +41,25 @@ const (
 // so that they do not keep a root the program drops: once it has been
 // collected they are stale, and its loop releases them (rootGone).
 type entry struct {
-	gen  atomic.Uint32
-	idx  uint32
-	kind uint8
-	slot int32  // kindRootAccessor: index in the rootInfo's accessors
-	pos  uint32 // in ls's blocks; see releaseFrame
-	mu   spin   // guards res
-	rec  *C.stepvm_bsi
-	ls   *loopState
-	as   vm.AsyncSteps
-	ri   weak.Pointer[rootInfo]
+	gen     atomic.Uint32
+	idx     uint32
+	kind    uint8
+	waiting bool   // res is set; see res
+	slot    int32  // kindRootAccessor: index in the rootInfo's accessors
+	pos     uint32 // in ls's blocks; see releaseFrame
+	mu      spin   // guards res
+	rec     *C.stepvm_bsi
+	ls      *loopState
+	as      vm.AsyncSteps
+	ri      weak.Pointer[rootInfo]
 
 	// res is set once the step waits (waits) and cleared as the record is
 	// released, both under mu, which release takes only then: a step that
 	// never waits costs its loop no locking. Other threads read res, with
-	// gen, only under mu.
+	// gen, only under mu. waiting tells the loop's goroutine, to which it
+	// belongs, whether res is set: release, on the path of every record,
+	// tests a byte in the entry's padding rather than the three words of a
+	// Resumer.
 	res vm.Resumer
 }
 
@@ -157,11 +161,12 @@ func newEntry(ls *loopState, as vm.AsyncSteps, kind uint8) *entry {
 
 // release invalidates e's record and queues it for reuse by its loop.
 func (e *entry) release() {
-	if e.res != (vm.Resumer{}) {
+	if e.waiting {
 		e.mu.lock()
 		e.gen.Add(1)
 		e.res = vm.Resumer{}
 		e.mu.unlock()
+		e.waiting = false
 	} else {
 		e.gen.Add(1)
 	}
@@ -172,11 +177,12 @@ func (e *entry) release() {
 // waits prepares a step that waits for an external event to be completed
 // from another thread.
 func (e *entry) waits() {
-	if e.kind == kindFrame && e.res == (vm.Resumer{}) {
+	if e.kind == kindFrame && !e.waiting {
 		r := e.as.Resumer()
 		e.mu.lock()
 		e.res = r
 		e.mu.unlock()
+		e.waiting = r != vm.Resumer{}
 	}
 }
 
@@ -276,6 +282,19 @@ const (
 	badStale   = " through a FutoInAsyncSteps whose step or root has ended"
 )
 
+// found is what locate found: the entry of a live record and the
+// generation the record holds, or why there is none (e nil). It is one
+// value so that a call from C starts with locate(bsi).begin(cur, what):
+// two calls from the exported function and, on the usual path, none
+// below them. Every level of calls more costs each call from C a frame
+// (a begin that called locate, then a helper that resolved a root's
+// record, cost the Simple workload's add 35 instructions).
+type found struct {
+	e   *entry
+	gen uint32
+	bad string
+}
+
 // locate returns the entry of a live record and the generation the record
 // holds, or why it cannot. Any thread: it reads only the directory, what
 // is fixed once a block is lent (rec, ls) and the generation. The record's
@@ -284,36 +303,36 @@ const (
 // word, so it reads a value that was written there: an old one, stale, or
 // that of the record's next use, after 512 others (see the package
 // documentation, Memory).
-func locate(bsi *C.FutoInAsyncSteps) (*entry, uint32, string) {
+func locate(bsi *C.FutoInAsyncSteps) found {
 	if bsi == nil {
-		return nil, 0, badNull
+		return found{bad: badNull}
 	}
 	if bsi.api != &C.stepvm_api {
-		return nil, 0, badForeign
+		return found{bad: badForeign}
 	}
 	rec := (*C.stepvm_bsi)(unsafe.Pointer(bsi))
 	idx := uint32(rec.idx)
 	b := blockOf(idx)
 	if b == nil {
-		return nil, 0, badStale
+		return found{bad: badStale}
 	}
 	e := &b[idx%blockSize]
 	gen := uint32(rec.gen)
 	if e.rec != rec || e.gen.Load() != gen {
-		return nil, 0, badStale
+		return found{bad: badStale}
 	}
-	return e, gen, badNone
+	return found{e: e, gen: gen}
 }
 
 // lookup returns the entry of a record and the handle it names, or why it
 // cannot. A root's handle is held from here on: the root cannot be
 // collected during the call. Loop goroutine only (resolve).
 func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
-	e, _, bad := locate(bsi)
-	if e == nil {
-		return nil, vm.AsyncSteps{}, bad
+	f := locate(bsi)
+	if f.e == nil {
+		return nil, vm.AsyncSteps{}, f.bad
 	}
-	return e.resolve()
+	return f.e.resolve()
 }
 
 // resolve returns the handle e names, as lookup does. Loop goroutine only:
