@@ -97,7 +97,8 @@
 // follows every lock that entered or queued the flow, not one that refused
 // it (handle_error as lock runs). The two calls get FutoInAsyncSteps of
 // different steps: a C primitive must match them by rootId, not by the
-// pointer.
+// pointer. rootId names the flow, each parallel branch apart (FTN12
+// 1.11.4), as in the reference implementation.
 //
 // # Foreign AsyncSteps
 //

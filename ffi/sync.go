@@ -141,8 +141,8 @@ func syncObject(p *C.FutoInSync) (vm.ISync, string) {
 // lock and unlock get FutoInAsyncSteps of different steps (the step that
 // locks, and the one around it or its cancel handler that unlocks), so a C
 // primitive must match them by the flow's rootId, as the reference Mutex
-// does, not by the pointer. Parallel branches of a stepvm flow share its
-// rootId.
+// does, not by the pointer. Each parallel branch has a rootId of its own
+// (FTN12 1.11.4: branches are separate owners; vm.RootID).
 type cSync struct{ p *C.FutoInSync }
 
 func (cs cSync) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {

@@ -82,14 +82,27 @@ func RootOf(as AsyncSteps) AsyncSteps {
 }
 
 // RootID exists for foreign-function bindings (FTN12 2.7.2 rootId): it
-// returns an identifier of the root of as, distinct for roots alive at the
-// same time and for successive uses of a pooled root, or 0 for an invalid
-// handle.
+// returns an identifier of the flow as belongs to, or 0 for an invalid
+// handle. A flow is the main thread of a root (a root's own handle names
+// it too) or one parallel branch, which FTN12 1.11.4 has sync primitives
+// treat as separate owners, as the reference implementation's rootId
+// does. Identifiers are distinct for flows alive at the same time and for
+// successive uses of a pooled root or of a branch's memory.
 func RootID(as AsyncSteps) uint64 {
 	if !as.Valid() {
 		return 0
 	}
-	return uint64(uintptr(unsafe.Pointer(as.r))) ^ uint64(as.r.rootEpoch)<<48
+	if as.n != nil {
+		if th := threadOf(as.n); th.Op != opcodes.OpRoot { // a parallel branch
+			// Its base is a live node no other thread shares, and its
+			// stamp tells apart the branches that use that memory in
+			// turn. Node addresses fit in 48 bits.
+			return uint64(uintptr(unsafe.Pointer(th))) ^ uint64(th.Seq)<<48
+		}
+	}
+	// The main thread: the root frame's address is the root's while it
+	// lives, and the root's epoch tells its successive uses apart.
+	return uint64(uintptr(unsafe.Pointer(as.r.base()))) ^ uint64(as.r.rootEpoch)<<48
 }
 
 // nativeHooks are the root life-cycle callbacks of SetNativeRootHooks.

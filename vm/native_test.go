@@ -38,3 +38,49 @@ func TestNativeFailedHookMayRestart(t *testing.T) {
 		t.Fatalf("after Release: %+v", s)
 	}
 }
+
+// RootID names the flow a handle belongs to: the main thread (the root's
+// own handle too) or one parallel branch, each its own (FTN12 1.11.4:
+// sync primitives treat branches as separate owners), the same for every
+// step of that flow, and new for the next use of a pooled root.
+func TestNativeRootIDPerFlow(t *testing.T) {
+	l := vm.NewLoop()
+	defer l.Close()
+	root := l.NewSteps()
+	ids := map[string]uint64{}
+	record := func(name string) vm.ExecFunc {
+		return func(as vm.AsyncSteps, _ vm.Args) { ids[name] = vm.RootID(as) }
+	}
+	root.Add(record("main"))
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		p := as.Parallel()
+		for _, b := range []string{"a", "b"} {
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				ids[b] = vm.RootID(as)
+				as.Add(record(b + " sub"))
+			})
+		}
+	})
+	root.Add(record("main after"))
+	mainID := vm.RootID(root)
+	root.Execute()
+	l.RunUntilIdle()
+	if mainID == 0 || ids["main"] != mainID || ids["main after"] != mainID {
+		t.Fatalf("main thread ids %x, %x, root %x: want one, not 0", ids["main"], ids["main after"], mainID)
+	}
+	if ids["a"] == ids["b"] || ids["a"] == mainID || ids["b"] == mainID || ids["a"] == 0 || ids["b"] == 0 {
+		t.Fatalf("branch ids %x, %x, main %x: want three distinct", ids["a"], ids["b"], mainID)
+	}
+	if ids["a sub"] != ids["a"] || ids["b sub"] != ids["b"] {
+		t.Fatalf("a sub-step's id differs from its branch's: %v", ids)
+	}
+	root.Release()
+	next := l.NewSteps() // the same root, from the pool
+	defer next.Release()
+	if vm.RootID(next) == mainID {
+		t.Fatal("a pooled root's next use has the id of its previous one")
+	}
+	if vm.RootID(root) != 0 {
+		t.Fatal("a released root's handle has an id")
+	}
+}

@@ -2,8 +2,8 @@
 // of Go flows guarded by C primitives: its lock enters by calling success,
 // refuses, succeeds twice, queues every caller, adds a step; its unlock
 // fails, or hands the section to the oldest waiter. Waiters are told apart
-// by their FutoInAsyncSteps, not by rootId: parallel branches of one flow
-// queue for each other.
+// by the FutoInAsyncSteps their lock came with (a real primitive would use
+// rootId: see ffi's cSync), which is enough for the grants the tests make.
 
 #include <string.h>
 
