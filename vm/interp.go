@@ -350,12 +350,9 @@ func (l *Loop) parkIteration(r *root, th, it *Node) {
 	L.Tail = link(it)
 }
 
-// endExt releases what frame n waits with, and its record e. (endFrame
-// spells it out.)
+// endExt releases what frame n waits with, and its record e.
 func (l *Loop) endExt(r *root, n *Node, e *callback) {
-	if e.tm != (wheel.Timer{}) {
-		l.wheel.Stop(e.tm) // freeCallback clears e.tm and e.r
-	}
+	l.stopTimer(e)
 	if e.cancel != 0 {
 		r.freeSlot(e.cancel)
 	}
@@ -392,19 +389,7 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	}
 	if n.Op == opcodes.OpExec || n.Op == opcodes.OpIter {
 		if e := l.ext(n); e != nil {
-			// endExt, spelled out: a call less for every frame that
-			// waited with a timeout, a cancel handler or a Resumer.
-			if e.tm != (wheel.Timer{}) {
-				l.wheel.Stop(e.tm) // freeCallback clears e.tm and e.r
-			}
-			if e.cancel != 0 {
-				r.freeSlot(e.cancel)
-			}
-			if n.Flags&opcodes.FlagResumer != 0 {
-				l.resumers.release(e.resumer)
-			}
-			l.freeCallback(uint32(n.Next), e)
-			n.Next = 0
+			l.endExt(r, n, e)
 		}
 	}
 	if n.Flags&opcodes.FlagStack != 0 {
@@ -417,16 +402,7 @@ func (l *Loop) endFrame(r *root, n *Node) {
 	if n.Head != 0 {
 		r.freeQueue(n)
 	}
-	// freeNode, spelled out (too large to inline): a call less for every
-	// frame that does not end in step's in-line path.
-	r.freeSlot(n.Fn)
-	r.freeSlot(n.Err)
-	n.Seq = 0
-	if n.Wide {
-		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)
-	} else {
-		r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
-	}
+	r.freeNode(n)
 }
 
 // raise unwinds thread th with error code (FTN12 1.2): from the innermost

@@ -405,7 +405,7 @@ func (r *root) newExt(n *Node) *callback {
 // freeNode releases a node that is neither queued nor a frame any more,
 // with the slots its operands hold. Only the operations that name slots
 // (opcodes.OpExec to OpRepeat, and OpSync) set Fn and Err; the others leave
-// them 0, which names none. (endFrame spells it out.)
+// them 0, which names none.
 func (r *root) freeNode(n *Node) {
 	r.freeSlot(n.Fn)
 	r.freeSlot(n.Err)
