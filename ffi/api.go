@@ -377,7 +377,7 @@ func stepvmIsValid(bsi *C.FutoInAsyncSteps, cur C.uint32_t) C.int {
 		// the program dropped counts until its loop gives the record back.)
 		return 1
 	}
-	if e, as, _ := e.resolve(); e == nil || !as.Valid() {
+	if as, ok := e.resolve(); !ok || !as.Valid() {
 		return 0
 	}
 	return 1

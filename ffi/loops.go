@@ -242,14 +242,9 @@ type callback struct {
 func (f found) begin(cur C.uint32_t, what string) (callback, *entry) {
 	var c callback
 	e, bad := f.e, f.bad
-	switch {
-	case e == nil:
-	case e.kind != kindRoot && e.kind != kindRootAccessor: // resolve, inlined: every call's path
-		c.as = e.as
-	default: // resolveRoot, inlined: a call through a root's record makes no third call
-		if ri := e.ri.Value(); ri != nil {
-			c.as = ri.handle(e.slot)
-		} else {
+	if e != nil {
+		var ok bool
+		if c.as, ok = e.resolve(); !ok {
 			e, bad = nil, badStale
 		}
 	}

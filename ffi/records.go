@@ -332,25 +332,31 @@ func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
 	if f.e == nil {
 		return nil, vm.AsyncSteps{}, f.bad
 	}
-	return f.e.resolve()
+	as, ok := f.e.resolve()
+	if !ok {
+		return nil, vm.AsyncSteps{}, badStale
+	}
+	return f.e, as, badNone
 }
 
-// resolve returns the handle e names, as lookup does. Loop goroutine only:
-// it reads what the loop writes as it hands out and releases records.
-func (e *entry) resolve() (*entry, vm.AsyncSteps, string) {
+// resolve returns the handle e names; ok is false for a root the program
+// dropped, which its loop has yet to release the record of. Loop goroutine
+// only: it reads what the loop writes as it hands out and releases
+// records. It inlines: it is on every call's path (begin).
+func (e *entry) resolve() (as vm.AsyncSteps, ok bool) {
 	if e.kind != kindRoot && e.kind != kindRootAccessor {
-		return e, e.as, badNone
+		return e.as, true
 	}
 	return e.resolveRoot()
 }
 
 // resolveRoot is resolve for the records that name a root weakly.
-func (e *entry) resolveRoot() (*entry, vm.AsyncSteps, string) {
+func (e *entry) resolveRoot() (vm.AsyncSteps, bool) {
 	ri := e.ri.Value()
-	if ri == nil { // collected; its loop has yet to release the record
-		return nil, vm.AsyncSteps{}, badStale
+	if ri == nil {
+		return vm.AsyncSteps{}, false
 	}
-	return e, ri.handle(e.slot), badNone
+	return ri.handle(e.slot), true
 }
 
 // away reports whether the calling thread is not the goroutine of e's
