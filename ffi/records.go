@@ -285,10 +285,10 @@ const (
 // found is what locate found: the entry of a live record and the
 // generation the record holds, or why there is none (e nil). It is one
 // value so that a call from C starts with locate(bsi).begin(cur, what):
-// two calls from the exported function and, on the usual path, none
-// below them. Every level of calls more costs each call from C a frame
-// (a begin that called locate, then a helper that resolved a root's
-// record, cost the Simple workload's add 35 instructions).
+// two calls from the exported function, and resolve below begin. Every
+// level of calls more costs each call from C a frame (a begin that called
+// locate, then a helper that resolved a root's record, cost the Simple
+// workload's add 35 instructions).
 type found struct {
 	e   *entry
 	gen uint32
