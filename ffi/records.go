@@ -17,10 +17,12 @@ import (
 )
 
 // What a record names.
+// Kinds of record. Those from kindRoot on name their root weakly (see
+// entry): resolve tells them apart with one compare.
 const (
 	kindFrame        uint8 = iota + 1 // a live frame: running step, handler, iteration
-	kindRoot                          // a root
 	kindAccessor                      // a parallel accessor bound to a frame
+	kindRoot                          // a root
 	kindRootAccessor                  // a parallel accessor bound to its root
 )
 
@@ -344,7 +346,7 @@ func lookup(bsi *C.FutoInAsyncSteps) (*entry, vm.AsyncSteps, string) {
 // only: it reads what the loop writes as it hands out and releases
 // records. It inlines: it is on every call's path (begin).
 func (e *entry) resolve() (as vm.AsyncSteps, ok bool) {
-	if e.kind != kindRoot && e.kind != kindRootAccessor {
+	if e.kind < kindRoot {
 		return e.as, true
 	}
 	return e.resolveRoot()
