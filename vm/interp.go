@@ -205,9 +205,14 @@ func (l *Loop) step(r *root, th *Node) {
 				pf := at(pk)
 				pf.Flags &^= opcodes.FlagChild
 				r.freeNode(n)
-				if pf.Head != 0 || pf.Op.IsLoop() {
+				switch {
+				case pf.Head != 0 || pf.Op.IsLoop():
 					l.schedule(r, th, nil)
-				} else {
+				case pf.Op == opcodes.OpRoot:
+					// complete's end of a flow, a call less: a step runs
+					// at depth 0, so its flow ends in this turn.
+					l.finish(r, nil, "", false)
+				default:
 					l.complete(r, th, pf, nil)
 				}
 				return
