@@ -660,6 +660,10 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 	defer func() {
 		if !returned { // as in callExec
 			p = recover()
+			// live may still be an earlier iteration's, which ended at
+			// once: iterate would schedule the sub-steps this one added
+			// and drop what it raised.
+			live = false
 		}
 		l.leave(prev)
 	}()
