@@ -360,3 +360,47 @@ func TestManualClockDoesNotKeepLoops(t *testing.T) {
 	}
 	runtime.KeepAlive(clk)
 }
+
+// A dropped flow that waits in a step its parallel step's error handler
+// added, with more added steps queued behind it, leaves the Stats like any
+// other: the reclaim does not take the queued steps for branches (it used
+// to walk them as threads, and loop forever or read past their nodes).
+func TestDroppedRootInParallelHandlerSteps(t *testing.T) {
+	l := vm.NewLoop()
+	defer l.Close()
+	const n = 20
+	for range n {
+		as := l.NewSteps()
+		p := as.Parallel(func(as vm.AsyncSteps, code string) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetCancel(func(vm.AsyncSteps) {})
+				as.WaitExternal()
+			})
+			as.Add(func(vm.AsyncSteps, vm.Args) {})
+			as.Add(func(vm.AsyncSteps, vm.Args) {})
+		})
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") })
+		as.Execute()
+	}
+	l.RunUntilIdle()
+	done := make(chan struct{})
+	go func() { // the loop's goroutine from here on; a hang must fail the test
+		defer close(done)
+		for i := 0; i < 100 && l.Stats().LiveRoots > 0; i++ {
+			runtime.GC()
+			runtime.Gosched()
+			l.RunUntilIdle() // applies the reclaims the cleanups posted
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reclaim of the dropped flows did not return")
+	}
+	if s := l.Stats(); s.RunningRoots != 0 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
+		t.Fatalf("after collection: %+v, want no live or running roots", s)
+	}
+	if k := vm.CallbacksInUse(l); k != 0 {
+		t.Fatalf("after collection: %d callback records in use, want 0", k)
+	}
+}

@@ -171,9 +171,12 @@ func (l *Loop) dropRecords(th *Node) {
 				}
 			}
 		case opcodes.OpParallel:
+			// Its queue holds its branches while they run; once its error
+			// handler has added steps, it holds those not run yet (the
+			// running one is on this chain), which are no threads.
 			if f.Flags&opcodes.FlagChild != 0 {
 				for k := f.Head; k != 0; k = at(k).Next {
-					if b := at(k); b.Flags&opcodes.FlagDone == 0 {
+					if b := at(k); b.Op == opcodes.OpBranch && b.Flags&opcodes.FlagDone == 0 {
 						l.dropRecords(b)
 					}
 				}
