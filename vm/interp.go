@@ -458,7 +458,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	if f.Head != 0 {
 		r.freeQueue(f)
 	}
-	epoch, seq := r.runEpoch, f.Seq
+	epoch, seq, thSeq := r.runEpoch, f.Seq, th.Seq
 	h, _ := r.slot(f.Err).(ErrorFunc)
 	f.Flags |= opcodes.FlagInError
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
@@ -466,7 +466,10 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		return "", true
 	}
 	if f.Seq != seq {
-		if p != nil && th.Seq != 0 { // Success, then a panic
+		// Success, then a panic: raised in th if th goes on. A branch its
+		// Success ended is freed, and its memory may serve another node
+		// already (a Stack destroy callback run on the way allocates).
+		if p != nil && th.Seq == thSeq {
 			if out, c := l.classify(r, p); out == outError {
 				l.raise(r, th, c)
 			}

@@ -221,3 +221,52 @@ func TestSemLoopTimeoutsUnderParallel(t *testing.T) {
 		})
 	}
 }
+
+// An error handler that a timeout runs (outside of its thread's turn) and
+// that panics after its Success ended its branch, the parallel step, and
+// the loop iteration around it, does not unwind the branch it left: the
+// memory of that branch, freed, and given meanwhile to Stack memory of a
+// sibling branch (a destroy callback of the iteration allocates it), is
+// not written to, and the flow goes on.
+func TestSemHandlerPanicAfterSuccessEndedItsBranch(t *testing.T) {
+	var mem []unsafe.Pointer
+	r := semStart(func(root vm.AsyncSteps, log *semLog) {
+		var waiting vm.AsyncSteps
+		p0 := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler never %s", code) })
+		p0.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			waiting = as
+			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting") })
+		})
+		p0.Repeat(1, func(as vm.AsyncSteps, i int) {
+			as.StackRaw(8, func(unsafe.Pointer) {
+				log.add("destroy iteration")
+				for range 3 { // the blocks the parallel step and its branch had
+					mem = append(mem, waiting.StackRaw(32, nil))
+				}
+			})
+			p := as.Parallel()
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetTimeout(time.Millisecond)
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				as.Success()
+				panic("after Success")
+			})
+		})
+		root.Add(log.step("after never"))
+	})
+	r.advance(time.Second)
+	semPending(t, r.f)
+	semExpect(t, r.log, "handler Timeout", "destroy iteration")
+	for _, p := range mem {
+		if b := *(*[32]byte)(p); b != [32]byte{} {
+			t.Fatalf("Stack memory written to: %v", b)
+		}
+	}
+	r.root.Cancel()
+	r.l.RunUntilIdle()
+	if _, err := semResult(t, r.f); !errors.Is(err, vm.ErrCanceled) {
+		t.Fatalf("flow: %v, want canceled", err)
+	}
+	semClean(t, r.l)
+}
