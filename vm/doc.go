@@ -33,8 +33,10 @@
 //   - Completion is synchronous: Success pops the step, and every enclosing
 //     step whose queue is drained completes with it, in the same call. The
 //     one exception: when that reaches the bottom of the root (or of a
-//     branch) from inside that thread's own step, the thread ends in its
-//     next turn, so that misuse later in the same call is still caught.
+//     branch) from inside that thread's own step or error handler (which
+//     a timeout or a Resumer may run outside the thread's turn), the
+//     thread ends in its next turn, so that misuse later in the same call
+//     is still caught.
 //   - A parallel step starts its branches in the order added, each queuing
 //     its first step; branches then interleave turn by turn.
 //   - Error handlers and cancel handlers run synchronously, inside the turn

@@ -311,10 +311,12 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 			}
 		}
 	}
-	if l.depth > 0 && n == l.curTh {
-		// Completed from inside this thread's own call: end it in its next
-		// turn, so that misuse later in the same call (a second Success)
-		// still fails the flow instead of going unnoticed.
+	if l.depth > 0 && (n == l.curTh || n == l.errTh) {
+		// Completed from inside this thread's own call (its step, or an
+		// error handler, which a timer or a Resumer may run outside the
+		// thread's turn): end it in its next turn, so that misuse later in
+		// the same call (a second Success) still fails the flow instead of
+		// going unnoticed.
 		l.schedule(r, n, args)
 		return
 	}
@@ -461,7 +463,10 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	epoch, seq, thSeq := r.runEpoch, f.Seq, th.Seq
 	h, _ := r.slot(f.Err).(ErrorFunc)
 	f.Flags |= opcodes.FlagInError
+	prevTh := l.errTh
+	l.errTh = th
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
+	l.errTh = prevTh
 	if r.runEpoch != epoch {
 		return "", true
 	}

@@ -66,6 +66,7 @@ type Loop struct {
 	// Interpreter registers.
 	cur      *root   // root whose thread is being dispatched
 	curTh    *Node   // that thread's base
+	errTh    *Node   // base of the thread whose error handler runs innermost; nil: none
 	inline   bool    // curTh scheduled itself again; next holds its args
 	depth    int     // user callbacks on the Go stack
 	inCall   uintptr // frameID of the frame whose function or error handler runs innermost; 0: none

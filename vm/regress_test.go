@@ -404,3 +404,49 @@ func TestDroppedRootInParallelHandlerSteps(t *testing.T) {
 		t.Fatalf("after collection: %d callback records in use, want 0", k)
 	}
 }
+
+// Misuse after Success in an error handler run outside its thread's turn
+// (by a timeout, a Resumer's error, an Error through a kept handle) is
+// InternalError, as it is in a handler or step run in the thread's turn:
+// the Success that ends the thread's base takes effect in its next turn,
+// so the misuse still finds the flow running.
+func TestRegressMisuseAfterSuccessInTimerRunHandler(t *testing.T) {
+	misuses := []struct {
+		name string
+		fn   vm.ErrorFunc
+	}{
+		{"Success twice", func(as vm.AsyncSteps, _ string) { as.Success(); as.Success() }},
+		{"Error after Success", func(as vm.AsyncSteps, _ string) { as.Success(); as.Error("X") }},
+		{"panic after Success", func(as vm.AsyncSteps, _ string) { as.Success(); panic("late") }},
+	}
+	waits := map[string]vm.ExecFunc{
+		"timeout": func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(time.Millisecond) },
+		"resumer": func(as vm.AsyncSteps, _ vm.Args) {
+			r := as.Resumer()
+			as.WaitExternal()
+			as.Tool().Immediate(func() { r.Error("Failed", "") })
+		},
+	}
+	for _, m := range misuses {
+		for wname, wait := range waits {
+			for _, where := range []string{"root", "branch"} {
+				t.Run(m.name+"/"+wname+"/"+where, func(t *testing.T) {
+					r := semStart(func(root vm.AsyncSteps, log *semLog) {
+						if where == "root" {
+							root.Add(wait, m.fn)
+							return
+						}
+						root.Parallel().Add(wait, m.fn)
+						root.Add(log.step("after"))
+					})
+					r.advance(time.Second)
+					semFail(t, r.f, vm.InternalError)
+					semExpect(t, r.log)
+					if s := r.l.Stats(); s.RunningRoots != 0 || s.Timers != 0 {
+						t.Fatalf("Stats after the flow: %+v", s)
+					}
+				})
+			}
+		}
+	}
+}

@@ -223,50 +223,74 @@ func TestSemLoopTimeoutsUnderParallel(t *testing.T) {
 }
 
 // An error handler that a timeout runs (outside of its thread's turn) and
-// that panics after its Success ended its branch, the parallel step, and
-// the loop iteration around it, does not unwind the branch it left: the
-// memory of that branch, freed, and given meanwhile to Stack memory of a
-// sibling branch (a destroy callback of the iteration allocates it), is
-// not written to, and the flow goes on.
+// that panics after its Success: the Success ends the branch in its next
+// turn, as it would from a step, so the panic fails the flow through the
+// branch, which is still there. A handler that ends its branch at once, by
+// failing a sibling branch of the parallel around it through a kept handle,
+// and then panics, does not unwind the branch it left: that memory, freed,
+// is given meanwhile to Stack memory (a destroy callback of the iteration
+// allocates it) and must not be written to; the flow goes on.
 func TestSemHandlerPanicAfterSuccessEndedItsBranch(t *testing.T) {
-	var mem []unsafe.Pointer
-	r := semStart(func(root vm.AsyncSteps, log *semLog) {
-		var waiting vm.AsyncSteps
-		p0 := root.Parallel(func(as vm.AsyncSteps, code string) { log.add("handler never %s", code) })
-		p0.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			waiting = as
-			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting") })
-		})
-		p0.Repeat(1, func(as vm.AsyncSteps, i int) {
-			as.StackRaw(8, func(unsafe.Pointer) {
-				log.add("destroy iteration")
-				for range 3 { // the blocks the parallel step and its branch had
-					mem = append(mem, waiting.StackRaw(32, nil))
+	for _, how := range []string{"Success", "sibling fails"} {
+		t.Run(how, func(t *testing.T) {
+			var mem []unsafe.Pointer
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				var waiting, holder vm.AsyncSteps
+				p0 := root.Parallel(func(as vm.AsyncSteps, code string) {
+					log.add("parallel handler %s", code)
+					if how == "sibling fails" {
+						as.Success()
+					}
+				})
+				p0.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					waiting = as
+					as.SetCancel(func(vm.AsyncSteps) { log.add("cancel waiting") })
+				})
+				p0.Repeat(1, func(as vm.AsyncSteps, i int) {
+					as.StackRaw(8, func(unsafe.Pointer) {
+						log.add("destroy iteration")
+						if how == "sibling fails" {
+							for range 3 { // the blocks the parallel step and its branch had
+								mem = append(mem, holder.StackRaw(32, nil))
+							}
+						}
+					})
+					p := as.Parallel()
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetTimeout(time.Millisecond)
+					}, func(as vm.AsyncSteps, code string) {
+						log.add("handler %s", code)
+						if how == "Success" {
+							as.Success()
+						} else {
+							waiting.Error("Sibling")
+						}
+						panic("after " + how)
+					})
+				})
+				p0.Add(func(as vm.AsyncSteps, _ vm.Args) { // canceled last
+					holder = as
+					as.WaitExternal()
+				})
+				root.Add(log.step("after"))
+			})
+			r.advance(time.Second)
+			if how == "Success" {
+				semFail(t, r.f, vm.InternalError)
+				semExpect(t, r.log, "handler Timeout", "destroy iteration", "cancel waiting", "parallel handler InternalError")
+			} else {
+				semOK(t, r.f)
+				semExpect(t, r.log, "handler Timeout", "cancel waiting", "destroy iteration", "parallel handler Sibling", "after")
+				if len(mem) != 3 {
+					t.Fatalf("%d Stack blocks taken, want 3", len(mem))
 				}
-			})
-			p := as.Parallel()
-			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				as.SetTimeout(time.Millisecond)
-			}, func(as vm.AsyncSteps, code string) {
-				log.add("handler %s", code)
-				as.Success()
-				panic("after Success")
-			})
+				for _, p := range mem {
+					if b := *(*[32]byte)(p); b != [32]byte{} {
+						t.Fatalf("Stack memory written to: %v", b)
+					}
+				}
+			}
+			semClean(t, r.l)
 		})
-		root.Add(log.step("after never"))
-	})
-	r.advance(time.Second)
-	semPending(t, r.f)
-	semExpect(t, r.log, "handler Timeout", "destroy iteration")
-	for _, p := range mem {
-		if b := *(*[32]byte)(p); b != [32]byte{} {
-			t.Fatalf("Stack memory written to: %v", b)
-		}
 	}
-	r.root.Cancel()
-	r.l.RunUntilIdle()
-	if _, err := semResult(t, r.f); !errors.Is(err, vm.ErrCanceled) {
-		t.Fatalf("flow: %v, want canceled", err)
-	}
-	semClean(t, r.l)
 }
