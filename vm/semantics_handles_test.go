@@ -106,12 +106,14 @@ var semStaleStepOps = []semOp{
 	{"WaitExternal", func(h vm.AsyncSteps) { h.WaitExternal() }},
 	{"Loop", func(h vm.AsyncSteps) { h.Loop(func(as vm.AsyncSteps) { as.Break() }) }},
 	{"Break", func(h vm.AsyncSteps) { h.Break() }},
+	{"NewInstance", func(h vm.AsyncSteps) { h.NewInstance() }},
 }
 
 var semStaleRootOps = []semOp{
 	{"root Add", func(h vm.AsyncSteps) { h.Add(func(as vm.AsyncSteps, _ vm.Args) { as.State().Set("stale ran", true) }) }},
 	{"root Execute", func(h vm.AsyncSteps) { h.Execute() }},
 	{"root CopyFrom", func(h vm.AsyncSteps) { h.CopyFrom(h.Tool().NewSteps()) }},
+	{"root NewInstance", func(h vm.AsyncSteps) { h.NewInstance() }},
 }
 
 // semStaleSetup runs a flow whose first step keeps its handle, releases

@@ -580,6 +580,7 @@ func TestSemMisuseZeroHandle(t *testing.T) {
 		{"Execute", func(h vm.AsyncSteps) { h.Execute() }},
 		{"Stack", func(h vm.AsyncSteps) { vm.Stack[int64](h) }},
 		{"StackRaw", func(h vm.AsyncSteps) { h.StackRaw(8, nil) }},
+		{"NewInstance", func(h vm.AsyncSteps) { h.NewInstance() }},
 	}
 	for _, op := range ops {
 		t.Run(op.name, func(t *testing.T) {

@@ -603,7 +603,10 @@ func (as AsyncSteps) NewInstance() AsyncSteps {
 	if f := as.foreign(); f != nil {
 		return f.NewInstance()
 	}
-	if as.r == nil {
+	if !as.Valid() {
+		// Misuse as through any other stale handle: its root may serve
+		// another flow now, and the zero handle names no loop at all.
+		as.misuse("NewInstance through a handle that is no longer valid")
 		return AsyncSteps{}
 	}
 	return as.r.l.NewSteps()
