@@ -486,6 +486,9 @@ func (l *Loop) RunUntilIdle() {
 // called (returning nil), sleeping while nothing is due. A Post, a Resumer
 // or, with a ManualClock, Advance wakes it.
 func (l *Loop) Run(ctx context.Context) error {
+	if l.depth > 0 { // before the returns below, which would hide the misuse
+		nestedPass()
+	}
 	l.owner.Store(goid())
 	l.driven = true
 	var timer *time.Timer

@@ -141,6 +141,35 @@ func TestSemMisuseNestedPass(t *testing.T) {
 	}
 }
 
+// Run nested in a step is rejected even when it would return before its
+// first pass, because its context is done or the loop closed: it once
+// returned quietly then, and the step went on.
+func TestSemMisuseNestedRunReturnsEarly(t *testing.T) {
+	for _, how := range []string{"done context", "closed loop"} {
+		t.Run(how, func(t *testing.T) {
+			l, _ := semLoop()
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var log semLog
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				if how == "closed loop" {
+					l.Close()
+					ctx = context.Background()
+				}
+				log.add("Run returned %v", l.Run(ctx))
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("handler %s", code)
+				semInfoMentions(t, as.State().ErrorInfo(), "inside its own callbacks")
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, f, vm.InternalError)
+			semExpect(t, &log, "handler InternalError")
+		})
+	}
+}
+
 // A cancel handler that restarts its own root while Release cancels it
 // (ending the run with Cancel first, so that the root is idle) does not
 // start it: the released root neither counts as running nor runs later,
