@@ -107,6 +107,8 @@ var semStaleStepOps = []semOp{
 	{"Loop", func(h vm.AsyncSteps) { h.Loop(func(as vm.AsyncSteps) { as.Break() }) }},
 	{"Break", func(h vm.AsyncSteps) { h.Break() }},
 	{"NewInstance", func(h vm.AsyncSteps) { h.NewInstance() }},
+	{"Stack", func(h vm.AsyncSteps) { vm.Stack[int64](h) }},
+	{"StackRaw", func(h vm.AsyncSteps) { h.StackRaw(8, nil) }},
 }
 
 var semStaleRootOps = []semOp{

@@ -14,8 +14,10 @@ import (
 // garbage collector. A T that holds Go pointers (strings, slices, maps,
 // pointers, interfaces, funcs) must stay visible to the collector, so it is
 // allocated on the Go heap and the step keeps it reachable until it ends.
-// Stack returns nil for the handle of a step that has ended (and, like
-// every call, panics for the zero AsyncSteps).
+// Stack returns nil for the handle of a step that has ended; called from a
+// step, that is misuse, an InternalError of the calling flow, as every call
+// through such a handle is (and, like every call, Stack panics for the zero
+// AsyncSteps).
 func Stack[T any](as AsyncSteps) *T {
 	if f := as.foreign(); f != nil {
 		return foreignStack[T](f)
@@ -41,7 +43,8 @@ func Stack[T any](as AsyncSteps) *T {
 // ends, innermost allocation first. The memory is invisible to the garbage
 // collector: never store Go pointers in it. The step is ending while
 // destroy runs: calls through its handle do nothing, and a Cancel or
-// Release of its root takes effect in the loop's next turn.
+// Release of its root takes effect in the loop's next turn. Through the
+// handle of a step that has ended, StackRaw returns nil, as Stack does.
 func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	if f := as.foreign(); f != nil {
 		return f.Stack(size, destroy)
