@@ -83,8 +83,18 @@ func (l *Loop) callFunc(fn func()) {
 	}
 	l.panics++
 	if l.onPanic != nil {
-		l.onPanic(p)
+		l.panicHandler(p)
 	}
+}
+
+// panicHandler hands p to the loop's panic handler, which runs inside the
+// pass as the callback did: depth stays raised, so that a pass the handler
+// starts is rejected (nestedPass) instead of running the outer pass's work
+// and leaving it to pop an empty run queue.
+func (l *Loop) panicHandler(p any) {
+	l.depth++
+	defer func() { l.depth-- }()
+	l.onPanic(p)
 }
 
 // enter marks the frame with id n (0 for none) as the one whose code is

@@ -466,7 +466,8 @@ func (l *Loop) drainInbox() {
 // callbacks (a step, a handler, an Immediate...): the flows of the outer
 // pass are mid-turn, so an inner pass could neither finish them nor leave
 // them as they were. Inside a step the panic fails that step's flow with
-// InternalError; elsewhere it goes to the loop's panic handler.
+// InternalError; elsewhere it goes to the loop's panic handler (and out of
+// the panic handler, when that is the caller).
 func nestedPass() {
 	panic(&Error{Code: InternalError, Info: "a Loop cannot run (Run, RunUntilIdle, Iterate) inside its own callbacks"})
 }

@@ -141,6 +141,54 @@ func TestSemMisuseNestedPass(t *testing.T) {
 	}
 }
 
+// The panic handler runs inside the pass of the callback that panicked: a
+// pass it starts is rejected like one a callback starts. It once ran the
+// outer pass's queued work, and the outer pass then popped an empty run
+// queue (a nil dereference out of RunUntilIdle, Stats().Queued -1).
+func TestSemMisuseNestedPassInPanicHandler(t *testing.T) {
+	runs := map[string]func(l *vm.Loop){
+		"RunUntilIdle": func(l *vm.Loop) { l.RunUntilIdle() },
+		"Iterate":      func(l *vm.Loop) { l.Iterate() },
+		"Run":          func(l *vm.Loop) { l.Run(context.Background()) },
+	}
+	for name, run := range runs {
+		t.Run(name, func(t *testing.T) {
+			var l *vm.Loop
+			var nested []any
+			l = vm.NewLoop(vm.WithPanicHandler(func(any) {
+				defer func() { nested = append(nested, recover()) }()
+				run(l)
+			}))
+			defer l.Close()
+			var log semLog
+			root := l.NewSteps()
+			root.Add(log.step("s1")).Add(log.step("s2"))
+			f := root.Promise()
+			l.Immediate(func() { panic("boom") })
+			l.Immediate(func() { log.add("immediate") })
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("panic escaped RunUntilIdle: %v", p)
+					}
+				}()
+				l.RunUntilIdle()
+			}()
+			semOK(t, f)
+			semExpect(t, &log, "s1", "immediate", "s2")
+			if len(nested) != 1 {
+				t.Fatalf("nested passes: %v", nested)
+			}
+			if e, ok := nested[0].(*vm.Error); !ok || e.Code != vm.InternalError {
+				t.Fatalf("the nested pass recovered %#v, want an InternalError", nested[0])
+			}
+			if st := l.Stats(); st.Queued != 0 || st.Panics != 1 {
+				t.Fatalf("after the pass: %+v", st)
+			}
+		})
+	}
+}
+
 // Run nested in a step is rejected even when it would return before its
 // first pass, because its context is done or the loop closed: it once
 // returned quietly then, and the step went on.
