@@ -85,7 +85,10 @@ type Loop struct {
 type Node = opcodes.Node
 
 // Handle names a callback scheduled with Immediate or Deferred.
-type Handle struct{ slot, gen uint32 }
+type Handle struct {
+	l         *Loop // the loop that scheduled it: slots and generations are per loop
+	slot, gen uint32
+}
 
 // LoopOption configures NewLoop.
 type LoopOption func(*Loop)
@@ -227,7 +230,7 @@ func (l *Loop) Immediate(fn func()) Handle {
 	slot, cb := l.newCallback(cbImmediate)
 	cb.fn = fn
 	l.runq.push(task{slot: slot, gen: cb.gen})
-	return Handle{slot, cb.gen}
+	return Handle{l, slot, cb.gen}
 }
 
 // Deferred runs fn once d has passed, never earlier (timers have a 1 ms
@@ -236,7 +239,7 @@ func (l *Loop) Deferred(d time.Duration, fn func()) Handle {
 	slot, cb := l.newCallback(cbDeferred)
 	cb.fn = fn
 	l.arm(slot, cb, d)
-	return Handle{slot, cb.gen}
+	return Handle{l, slot, cb.gen}
 }
 
 // arm schedules the timer of callback slot to fire d from now. During a
@@ -265,7 +268,7 @@ func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
 func timerData(slot uint32, cb *callback) uint64 { return uint64(slot) | uint64(cb.gen)<<32 }
 
 // Cancel unschedules h. Canceling a callback that already ran, or was
-// already canceled, does nothing.
+// already canceled, or one another loop scheduled, does nothing.
 func (l *Loop) Cancel(h Handle) {
 	if !l.IsValid(h) {
 		return
@@ -277,9 +280,9 @@ func (l *Loop) Cancel(h Handle) {
 	l.freeCallback(h.slot, cb)
 }
 
-// IsValid reports whether h is still scheduled.
+// IsValid reports whether h is still scheduled on l.
 func (l *Loop) IsValid(h Handle) bool {
-	if h.slot == 0 || int(h.slot) >= len(l.cbs) {
+	if h.l != l || h.slot == 0 || int(h.slot) >= len(l.cbs) {
 		return false
 	}
 	cb := &l.cbs[h.slot]

@@ -122,6 +122,36 @@ func TestSemLoopCancelAndIsValid(t *testing.T) {
 	semExpect(t, &log, "immediate", "deferred", "fresh", "fresh deferred")
 }
 
+// A Handle names a callback of the loop that scheduled it: IsValid and
+// Cancel of another loop, whose slots and generations may match, leave
+// that loop's callbacks alone. (l2.Cancel once canceled l2's own callback
+// in the same slot.)
+func TestSemLoopHandleOfAnotherLoop(t *testing.T) {
+	l1, clk := semLoop()
+	l2 := vm.NewLoop(vm.WithClock(clk))
+	var log semLog
+	imm1 := l1.Immediate(func() { log.add("l1 immediate") })
+	def1 := l1.Deferred(time.Millisecond, func() { log.add("l1 deferred") })
+	l2.Immediate(func() { log.add("l2 immediate") })
+	l2.Deferred(time.Millisecond, func() { log.add("l2 deferred") })
+	for _, h := range []vm.Handle{imm1, def1} {
+		if l2.IsValid(h) {
+			t.Fatal("a handle of another loop is valid")
+		}
+		l2.Cancel(h)
+		if !l1.IsValid(h) {
+			t.Fatal("another loop's Cancel unscheduled the callback")
+		}
+	}
+	clk.Advance(time.Millisecond)
+	l2.RunUntilIdle()
+	l1.RunUntilIdle()
+	semExpect(t, &log, "l2 immediate", "l2 deferred", "l1 immediate", "l1 deferred")
+	if s := l2.Stats(); s.Timers != 0 || s.Queued != 0 {
+		t.Fatalf("l2 after its callbacks: %+v", s)
+	}
+}
+
 // A callback can cancel another one queued in the same pass.
 func TestSemLoopCancelFromCallback(t *testing.T) {
 	l, clk := semLoop()
