@@ -58,7 +58,7 @@ const (
 	FlagInError                     // its error handler is running
 	FlagStack                       // owns Stack allocations
 	FlagDone                        // branch finished (success or canceled)
-	FlagResumer                     // a Resumer slot is attached (slot in A)
+	FlagResumer                     // a Resumer slot is attached (in the record Next names)
 	FlagCanceling                   // being canceled: calls through its handle are ignored
 )
 
