@@ -193,3 +193,55 @@ func ExampleAsyncSteps_Promise() {
 	// Output:
 	// 42 <nil>
 }
+
+// Iterate runs one pass of the loop for a foreign event loop and says when
+// to call it next: at once while immediate work remains (delay 0), after
+// delay when only timers remain, and not until new work arrives when
+// haveWork is false.
+func ExampleLoop_Iterate() {
+	clk := vm.NewManualClock(time.Unix(0, 0))
+	l := vm.NewLoop(vm.WithClock(clk))
+	l.Deferred(20*time.Millisecond, func() { fmt.Println("timer") })
+	l.Immediate(func() {
+		fmt.Println("immediate")
+		l.Immediate(func() { fmt.Println("queued by immediate: next pass") })
+	})
+	for {
+		haveWork, delay := l.Iterate()
+		fmt.Println("haveWork", haveWork, "delay", delay)
+		if !haveWork {
+			break
+		}
+		clk.Advance(delay) // a foreign loop would sleep this long
+	}
+	// Output:
+	// immediate
+	// haveWork true delay 0s
+	// queued by immediate: next pass
+	// haveWork true delay 20ms
+	// timer
+	// haveWork false delay 0s
+}
+
+// Spawn runs a one-step flow on a pooled root and releases the root when
+// the flow completes: the flow-per-request pattern, with nothing to clean
+// up afterwards.
+func ExampleLoop_Spawn() {
+	l := vm.NewLoop()
+	for i := range 3 {
+		l.Spawn(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Error("NotFound", fmt.Sprint("request ", i))
+		}, func(as vm.AsyncSteps, code string) {
+			fmt.Println(code+":", as.State().ErrorInfo())
+			as.Success()
+		})
+	}
+	l.RunUntilIdle()
+	st := l.Stats()
+	fmt.Println("live roots:", st.LiveRoots, "pooled:", st.PooledRoots, "arena bytes in use:", st.ArenaInUse)
+	// Output:
+	// NotFound: request 0
+	// NotFound: request 1
+	// NotFound: request 2
+	// live roots: 0 pooled: 3 arena bytes in use: 0
+}
