@@ -331,8 +331,10 @@ type inbound struct {
 }
 
 // Post queues fn to run on the loop from any goroutine, waking the loop if
-// it sleeps. It never blocks and loses nothing; it returns false only when
-// the loop is closed.
+// it sleeps. It never waits for the loop and loses nothing: it is lock-free
+// while the inbox's ring (1024 posts and Resumer completions) has room, and
+// past that appends to an overflow under a mutex held only for the append.
+// It returns false only when the loop is closed.
 func (l *Loop) Post(fn func()) bool {
 	if l.closed.Load() {
 		return false
