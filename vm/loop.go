@@ -290,8 +290,12 @@ func (l *Loop) IsValid(h Handle) bool {
 }
 
 // IsSameThread reports whether the caller runs on the goroutine that drives
-// the loop (the one that created it, until another drives it), which is
-// where loop-only methods may be called. It costs about a microsecond.
+// the loop, which is where loop-only methods may be called: the one that
+// created it, then the first to run a pass (RunUntilIdle, Iterate), and
+// whichever started Run last. A goroutine that takes a driven loop over
+// with RunUntilIdle or Iterate is not recognized (it would cost every pass
+// a reading of the goroutine id): hand a loop over by Run. It costs about a
+// microsecond.
 func (l *Loop) IsSameThread() bool { return goid() == l.owner.Load() }
 
 func (l *Loop) claim() {
