@@ -225,8 +225,13 @@ func takeEntry[T any](table *[]T, free *[]uint32) uint32 {
 }
 
 // Immediate queues fn to run in the loop's next pass, after the work
-// already queued. Loop goroutine only.
+// already queued. Loop goroutine only. A nil fn schedules nothing (the
+// Handle is never valid) and, called from a step, fails its flow.
 func (l *Loop) Immediate(fn func()) Handle {
+	if fn == nil {
+		l.misuse(nil, "Immediate with a nil function")
+		return Handle{}
+	}
 	slot, cb := l.newCallback(cbImmediate)
 	cb.fn = fn
 	l.runq.push(task{slot: slot, gen: cb.gen})
@@ -234,8 +239,12 @@ func (l *Loop) Immediate(fn func()) Handle {
 }
 
 // Deferred runs fn once d has passed, never earlier (timers have a 1 ms
-// resolution). Loop goroutine only.
+// resolution). Loop goroutine only. A nil fn is refused as by Immediate.
 func (l *Loop) Deferred(d time.Duration, fn func()) Handle {
+	if fn == nil {
+		l.misuse(nil, "Deferred with a nil function")
+		return Handle{}
+	}
 	slot, cb := l.newCallback(cbDeferred)
 	cb.fn = fn
 	l.arm(slot, cb, d)
@@ -338,9 +347,9 @@ type inbound struct {
 // it sleeps. It never waits for the loop and loses nothing: it is lock-free
 // while the inbox's ring (1024 posts and Resumer completions) has room, and
 // past that appends to an overflow under a mutex held only for the append.
-// It returns false only when the loop is closed.
+// It returns false, posting nothing, when the loop is closed or fn is nil.
 func (l *Loop) Post(fn func()) bool {
-	if l.closed.Load() {
+	if fn == nil || l.closed.Load() {
 		return false
 	}
 	l.inbox.Push(inbound{fn: fn})

@@ -689,3 +689,38 @@ func TestSemMisuseSpawnNil(t *testing.T) {
 		t.Fatalf("after Spawn(nil): %+v", st)
 	}
 }
+
+// Immediate, Deferred and Post with a nil function schedule nothing: from a
+// step, Immediate and Deferred fail its flow; from outside a flow they
+// return a Handle that is never valid, and Post returns false. Nothing
+// reaches the loop's panic handler.
+func TestSemMisuseNilCallback(t *testing.T) {
+	calls := map[string]func(l *vm.Loop) vm.Handle{
+		"Immediate": func(l *vm.Loop) vm.Handle { return l.Immediate(nil) },
+		"Deferred":  func(l *vm.Loop) vm.Handle { return l.Deferred(time.Millisecond, nil) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) { call(as.Tool()) })
+			})
+			e := semFail(t, r.f, vm.InternalError)
+			semInfoMentions(t, e.Info, name, "nil")
+			if h := call(r.l); r.l.IsValid(h) {
+				t.Fatal("a nil function was scheduled")
+			}
+			r.advance(time.Second)
+			if s := r.l.Stats(); s.Panics != 0 || s.Queued != 0 || s.Timers != 0 {
+				t.Fatalf("after %s(nil): %+v", name, s)
+			}
+		})
+	}
+	l, _ := semLoop()
+	if l.Post(nil) {
+		t.Fatal("Post(nil) = true, want false")
+	}
+	l.RunUntilIdle()
+	if s := l.Stats(); s.Panics != 0 {
+		t.Fatalf("after Post(nil): %+v", s)
+	}
+}
