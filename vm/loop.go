@@ -610,7 +610,7 @@ type LoopStats struct {
 	RunningRoots  int64 // roots executing now
 	PooledRoots   int   // released roots kept for reuse
 	Timers        int   // pending timers
-	Queued        int   // immediate work queued
+	Queued        int   // run-queue entries; those of a canceled Immediate or an ended flow count until the next pass drops them
 	Panics        int64 // callback panics recovered (see WithPanicHandler)
 }
 
