@@ -223,8 +223,11 @@ func (h *harness) stack(rr *rootRun, as vm.AsyncSteps, id string, size int) {
 	}
 }
 
-// completeLater completes a waiting step turns Immediates later, if it
-// still waits.
+// completeLater completes a waiting step turns Immediates later, if its
+// error handler has not run. A completion that comes once the step has
+// ended (its timeout fired, its root was canceled) is made all the same,
+// and every completion is made twice: through a stale handle, whose step's
+// memory another step may own by now, both must do nothing.
 func (h *harness) completeLater(rr *rootRun, as vm.AsyncSteps, id string, w *prog.Wait) {
 	k := w.Turns
 	var tick func()
@@ -233,17 +236,26 @@ func (h *harness) completeLater(rr *rootRun, as vm.AsyncSteps, id string, w *pro
 			h.loop.Immediate(tick)
 			return
 		}
-		if !h.waiting[as] || !as.Valid() {
-			delete(h.waiting, as)
+		if !h.waiting[as] {
 			return
 		}
-		delete(h.waiting, as)
-		h.emit(rr, "resume "+id)
-		switch t := w.Then.(type) {
-		case *prog.Success:
-			as.Success(toVM(t.Values)...)
-		case *prog.Error:
-			as.Error(t.Code, t.Info)
+		if as.Valid() {
+			h.emit(rr, "resume "+id)
+		}
+		complete := func() {
+			switch t := w.Then.(type) {
+			case *prog.Success:
+				as.Success(toVM(t.Values)...)
+			case *prog.Error:
+				as.Error(t.Code, t.Info)
+			}
+		}
+		complete()
+		// The step ended unless its error handler ran (and took it out of
+		// waiting): a second completion is then a late one.
+		if h.waiting[as] {
+			delete(h.waiting, as)
+			complete()
 		}
 	}
 	h.loop.Immediate(tick)
