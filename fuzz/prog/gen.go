@@ -136,15 +136,14 @@ func (g *gen) program(t *Program) *Program {
 		g.mutexes = append(g.mutexes, m.Name)
 		p.Decls = append(p.Decls, m)
 	}
+	// Models are named here, their bodies made after the roots: the input
+	// is read in order and often runs out, and the roots are what runs.
 	nmod := g.count(2, func() int { return len(models) })
+	var mods []*Model
 	for i := range nmod {
-		var tm *Model
-		if t != nil {
-			tm = models[i].(*Model)
-		}
-		m := &Model{Name: g.declName("m", i, func() string { return tm.Name })}
-		m.Body = g.block(inRoot, nil, 0, func() []Stmt { return tm.Body })
+		m := &Model{Name: g.declName("m", i, func() string { return models[i].(*Model).Name })}
 		g.models = append(g.models, m.Name)
+		mods = append(mods, m)
 		p.Decls = append(p.Decls, m)
 	}
 	nr := 1 + g.count(2, func() int { return len(roots) - 1 })
@@ -164,10 +163,36 @@ func (g *gen) program(t *Program) *Program {
 		if c > 0 {
 			r.Cancel = genDurations[c-1]
 		}
-		r.Body = g.block(inRoot, nil, 0, func() []Stmt { return tr.Body })
+		// The roots after this one and the models keep a share of the
+		// budget.
+		g.share(g.budget-genShare*(nr-1-i+nmod), func() {
+			r.Body = g.block(inRoot, nil, 0, func() []Stmt { return tr.Body })
+		})
 		p.Decls = append(p.Decls, r)
 	}
+	all := g.models
+	for i, m := range mods {
+		g.models = all[:i] // a model copies only those declared before it
+		g.share(genShare+genShare/2, func() {
+			m.Body = g.block(inRoot, nil, 0, func() []Stmt { return models[i].(*Model).Body })
+		})
+	}
 	return p
+}
+
+// genShare is the budget a root keeps for each declaration made after it.
+const genShare = 8
+
+// share runs fn with at most n statements of the budget. Blocks go on
+// while the budget lasts and a choice of 0 ends each, so without shares
+// the first declaration took nearly all of it: models, which run only
+// when copied, and the first root left the other roots empty.
+func (g *gen) share(n int, fn func()) {
+	n = max(0, min(n, g.budget))
+	rest := g.budget - n
+	g.budget = n
+	fn()
+	g.budget += rest
 }
 
 // index returns the position of v in s, or -1 (which pick rejects).
