@@ -264,6 +264,16 @@ func done(f *vm.Future) bool {
 	}
 }
 
+// rootNamed returns the root called name.
+func (h *harness) rootNamed(name string) *rootRun {
+	for _, rr := range h.roots {
+		if rr.name == name {
+			return rr
+		}
+	}
+	panic("harness: cancel of an unknown root " + name) // Parse rejects such programs
+}
+
 // rootOf returns the root a step runs in; model steps run in many.
 func (h *harness) rootOf(as vm.AsyncSteps) *rootRun {
 	rr := h.byState[as.State()]

@@ -182,6 +182,9 @@ func (h *harness) exec(rr *rootRun, as vm.AsyncSteps, id string, stmts []prog.St
 			as.Continue(s.Label)
 			h.fail("Continue returned inside a step of %s", id)
 			return
+		case *prog.Cancel:
+			h.rootNamed(s.Root).as.Cancel()
+			return
 		default:
 			h.add(as, s, lv)
 		}

@@ -159,6 +159,9 @@ func (m *machine) exec(f *frame, stmts []prog.Stmt, sc prog.Scope, handler bool)
 			return outcome{kind: outBreak, label: s.Label}
 		case *prog.Continue:
 			return outcome{kind: outContinue, label: s.Label}
+		case *prog.Cancel:
+			m.cancelFlow(m.flowNamed(s.Root))
+			return outcome{kind: outReturn}
 		default: // an adder
 			m.add(&f.queue, s, f.loop, fl.state)
 		}
@@ -166,8 +169,12 @@ func (m *machine) exec(f *frame, stmts []prog.Stmt, sc prog.Scope, handler bool)
 	return outcome{kind: outReturn}
 }
 
-// after carries out how the body of step or iteration frame f ended.
+// after carries out how the body of step or iteration frame f ended. A
+// body that canceled its own root has nothing left to carry out.
 func (m *machine) after(f *frame, out outcome) {
+	if !f.alive {
+		return
+	}
 	switch out.kind {
 	case outError:
 		f.th.flow.info = out.info

@@ -31,6 +31,11 @@
 //     "Errors").
 //   - Break and Continue unwind to the loop, running cancel handlers but
 //     no error handlers (vm/doc.go "Loops").
+//   - A root's Cancel (the harness's, or a cancel statement's, from a step,
+//     error handler or cancel handler of any root) unwinds every frame of
+//     the root at once, running cancel handlers only; when it is the
+//     caller's own root, nothing of the caller's frame carries on after
+//     it: no success, no error handler, no further unwinding.
 //   - A Mutex admits a flow at once (the section runs in the same turn),
 //     queues it in FIFO order, or refuses it with DefenseRejected; the
 //     section is released when its frame ends and handed to the first
@@ -241,6 +246,16 @@ func (m *machine) load(p *prog.Program) {
 			}
 		}
 	}
+}
+
+// flowNamed returns the flow of the root called name.
+func (m *machine) flowNamed(name string) *flow {
+	for _, fl := range m.flows {
+		if fl.name == name {
+			return fl
+		}
+	}
+	panic("model: cancel of an unknown root " + name) // Parse rejects such programs
 }
 
 func lookup(state map[string]string) func(string) (string, bool) {

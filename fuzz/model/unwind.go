@@ -6,7 +6,9 @@ import (
 
 // Errors, cancels, Break and Continue.
 
-// raise unwinds thread th with error code from its innermost frame.
+// raise unwinds thread th with error code from its innermost frame. A
+// cancel or error handler that cancels th's root ends the unwinding: the
+// root's cancel has unwound th.
 func (m *machine) raise(th *thread, code string) {
 	m.stop(th)
 	for {
@@ -14,7 +16,9 @@ func (m *machine) raise(th *thread, code string) {
 		if f.kind == fBase {
 			break
 		}
-		m.cancelFrame(f)
+		if m.cancelFrame(f); !f.alive {
+			return
+		}
 		if f.catch != nil && !f.handled && (f.kind == fStep || f.kind == fParallel) {
 			var done bool
 			if code, done = m.handle(th, f, code); done {
@@ -41,6 +45,9 @@ func (m *machine) handle(th *thread, f *frame, code string) (string, bool) {
 	fl := th.flow
 	m.emit(fl, "catch "+f.id+" "+code)
 	out := m.exec(f, f.catch.Stmts, prog.Scope{Code: code}, true)
+	if !f.alive {
+		return "", true
+	}
 	switch out.kind {
 	case outSuccess:
 		m.completeIn(f, out.values, true)
@@ -129,7 +136,9 @@ func (m *machine) loopControl(th *thread, brk bool, label string) {
 			m.stop(th)
 			continue
 		}
-		m.cancelFrame(f)
+		if m.cancelFrame(f); !f.alive {
+			return
+		}
 		m.popFrame(f)
 	}
 	if brk {

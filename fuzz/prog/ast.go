@@ -41,7 +41,7 @@ func (*Mutex) decl() {}
 // Stmt is a statement. Adders (Step, Parallel, Loop, Repeat, ForEach,
 // SuccessStep, Sync, Copy) add steps; the others act within the step that
 // runs them; terminal statements (Success, Error, Wait, Break, Continue,
-// Panic) end the block they are in.
+// Panic, Cancel) end the block they are in.
 type Stmt interface{ stmt() }
 
 // Block is the body of an error or cancel handler.
@@ -164,6 +164,13 @@ type Panic struct {
 	Text string
 }
 
+// Cancel cancels root Root (its Cancel) from inside a step, error handler
+// or cancel handler, then ends the block as if it had no terminal
+// statement. Root is the root the statement is in or one declared before.
+type Cancel struct {
+	Root string
+}
+
 func (*Step) stmt()        {}
 func (*Parallel) stmt()    {}
 func (*Loop) stmt()        {}
@@ -183,6 +190,7 @@ func (*Wait) stmt()        {}
 func (*Break) stmt()       {}
 func (*Continue) stmt()    {}
 func (*Panic) stmt()       {}
+func (*Cancel) stmt()      {}
 
 // IsAdder reports whether s adds steps.
 func IsAdder(s Stmt) bool {
@@ -196,7 +204,7 @@ func IsAdder(s Stmt) bool {
 // IsTerminal reports whether s ends its block.
 func IsTerminal(s Stmt) bool {
 	switch s.(type) {
-	case *Success, *Error, *Wait, *Break, *Continue, *Panic:
+	case *Success, *Error, *Wait, *Break, *Continue, *Panic, *Cancel:
 		return true
 	}
 	return false

@@ -33,7 +33,7 @@
 //	print STRING        append the expanded string to the trace
 //	set NAME STRING     set a state variable (also allowed at level 0)
 //	timeout DURATION    SetTimeout
-//	onCancel { print | set }   SetCancel
+//	onCancel { { print | set } [ cancel ROOT ] }   SetCancel
 //	stack INT           StackRaw(n) with a destructor that traces "free"
 //
 // and may end with one terminal statement:
@@ -46,11 +46,14 @@
 //	wait INT error CODE [STRING] by the harness, through the step's handle
 //	break [LABEL]                Break
 //	continue [LABEL]             Continue
+//	cancel ROOT                  ROOT's Cancel, then the block ends as one without a
+//	                             terminal statement; ROOT is this root or one declared
+//	                             before (not in a model)
 //
 // An error handler (catch) may use print, set, adders and the terminal
-// statements but wait. A body that ends without a terminal statement
-// succeeds implicitly unless it added steps, set a timeout or a cancel
-// handler, or waits (FTN12 1.6). Values are integers, floats (with a point
+// statements but wait; a cancel handler print, set and cancel. A body
+// that ends without a terminal statement succeeds implicitly unless it
+// added steps, set a timeout or a cancel handler, or waits (FTN12 1.6). Values are integers, floats (with a point
 // or an exponent), strings in Go syntax, true and false; a success has at
 // most four. Durations are integers followed by ms.
 //

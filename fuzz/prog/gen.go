@@ -67,6 +67,7 @@ type gen struct {
 	budget  int
 	mutexes []string
 	models  []string
+	roots   []string // the roots a cancel may name: those declared so far
 	decls   map[string]bool
 }
 
@@ -153,6 +154,7 @@ func (g *gen) program(t *Program) *Program {
 			tr = roots[i].(*Root)
 		}
 		r := &Root{Name: g.declName("r", i, func() string { return tr.Name })}
+		g.roots = append(g.roots, r.Name)
 		c := g.pick(len(genDurations)+1, func() int {
 			if tr.Cancel < 0 {
 				return 0
@@ -171,6 +173,7 @@ func (g *gen) program(t *Program) *Program {
 		p.Decls = append(p.Decls, r)
 	}
 	all := g.models
+	g.roots = nil // a model's steps run in any root: they cancel none
 	for i, m := range mods {
 		g.models = all[:i] // a model copies only those declared before it
 		g.share(genShare+genShare/2, func() {
@@ -409,6 +412,7 @@ const (
 	tWait
 	tBreak
 	tContinue
+	tCancel
 )
 
 func terminalOf(s Stmt) int {
@@ -425,6 +429,8 @@ func terminalOf(s Stmt) int {
 		return tBreak
 	case *Continue:
 		return tContinue
+	case *Cancel:
+		return tCancel
 	}
 	return tNone
 }
@@ -451,23 +457,36 @@ func (g *gen) block(ctx context, labels []string, depth int, want func() []Stmt)
 		adders = adders || IsAdder(s)
 		stmts = append(stmts, s)
 	}
-	if ctx != inBody && ctx != inHandler {
+	var ts []int
+	switch ctx {
+	case inBody, inHandler:
+		ts = []int{tNone, tError, tPanic}
+		if !adders {
+			ts = append(ts, tSuccess)
+			if ctx == inBody {
+				ts = append(ts, tWait)
+			}
+		}
+		if len(labels) > 0 {
+			ts = append(ts, tBreak, tContinue)
+		}
+		if len(g.roots) > 0 {
+			ts = append(ts, tCancel)
+		}
+	case inCancel:
+		if len(g.roots) > 0 {
+			// One cancel handler in four cancels a root: in one in two,
+			// most roots would end canceled.
+			ts = []int{tNone, tNone, tNone, tCancel}
+		}
+	}
+	if len(ts) == 0 {
 		if g.enc && len(stmts) != len(want()) {
 			g.bad = true
 		}
 		return stmts
 	}
-	ts := []int{tNone, tError, tPanic}
-	if !adders {
-		ts = append(ts, tSuccess)
-		if ctx == inBody {
-			ts = append(ts, tWait)
-		}
-	}
 	named := named(labels)
-	if len(labels) > 0 {
-		ts = append(ts, tBreak, tContinue)
-	}
 	n := len(stmts)
 	t := ts[g.pick(len(ts), func() int {
 		w := want()
@@ -489,6 +508,9 @@ func (g *gen) block(ctx context, labels []string, depth int, want func() []Stmt)
 		stmts = append(stmts, &Panic{Text: g.str(func() string { return tw().(*Panic).Text })})
 	case tWait:
 		stmts = append(stmts, g.wait(func() *Wait { return tw().(*Wait) }))
+	case tCancel:
+		root := g.roots[g.pick(len(g.roots), func() int { return index(g.roots, tw().(*Cancel).Root) })]
+		stmts = append(stmts, &Cancel{Root: root})
 	case tBreak, tContinue:
 		wl := func() string {
 			if b, ok := tw().(*Break); ok {

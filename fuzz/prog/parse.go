@@ -56,6 +56,7 @@ type parser struct {
 	tok      token
 	prevLine int               // line of the last token consumed
 	names    map[string]string // declared name -> "root", "model" or "mutex"
+	root     string            // the root whose body is being read; "" in a model
 }
 
 func (p *parser) failAt(t token, format string, args ...any) {
@@ -129,7 +130,9 @@ func (p *parser) program() *Program {
 				p.next()
 				r.Cancel = p.expect(tDur).num
 			}
+			p.root = name
 			r.Body = p.block(inRoot, nil)
+			p.root = ""
 			p.names[name] = "root"
 			d = r
 		case "model":
@@ -221,6 +224,8 @@ func keyword(s Stmt) string {
 		return "continue"
 	case *Panic:
 		return "panic"
+	case *Cancel:
+		return "cancel"
 	}
 	return "statement"
 }
@@ -246,6 +251,7 @@ var allowed = map[string][]context{
 	"wait":        {inBody},
 	"break":       {inBody, inHandler},
 	"continue":    {inBody, inHandler},
+	"cancel":      {inBody, inHandler, inCancel},
 }
 
 func (p *parser) stmt(ctx context, labels []string) Stmt {
@@ -334,6 +340,15 @@ func (p *parser) stmt(ctx context, labels []string) Stmt {
 			return &Break{Label: label}
 		}
 		return &Continue{Label: label}
+	case "cancel":
+		if p.root == "" {
+			p.failAt(kw, "cancel in a model: a model's steps run in any root")
+		}
+		t := p.ident("root name")
+		if t.text != p.root && p.names[t.text] != "root" {
+			p.failAt(t, "cancel of %s, which is neither this root nor one declared before", t.text)
+		}
+		return &Cancel{Root: t.text}
 	}
 	panic("unreachable")
 }

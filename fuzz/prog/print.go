@@ -142,6 +142,8 @@ func (w *printer) stmt(s Stmt) {
 		w.line(withName("continue", s.Label))
 	case *Panic:
 		w.line("panic " + strconv.Quote(s.Text))
+	case *Cancel:
+		w.line("cancel " + s.Root)
 	}
 }
 

@@ -125,6 +125,9 @@ func TestParseErrors(t *testing.T) {
 		{"root r { step { success 1e999 } }", "1:25: float 1e999 out of range"},
 		{"root r { step { success 12ab } }", "1:25: malformed number \"12a\""},
 		{"root r { step { success \xff } }", "1:25: unexpected byte 0xff"},
+		{"root r { step { cancel q } }\nroot q {}", "1:24: cancel of q, which is neither this root nor one declared before"},
+		{"model m { step { cancel m } }", "1:18: cancel in a model: a model's steps run in any root"},
+		{"root r { step { onCancel { cancel r; print \"x\" } } }", "1:38: statement after cancel: it ends the block"},
 	} {
 		_, err := Parse(c.src)
 		if err == nil || err.Error() != c.err {
