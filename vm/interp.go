@@ -533,6 +533,12 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 			break
 		}
 		l.stopTimer(e)
+		if f.Flags&opcodes.FlagResumer != 0 {
+			// Its wait is over: a completion that comes now, or is on its
+			// way, must not reach the steps an error handler adds in f.
+			l.resumers.release(e.resumer)
+			f.Flags &^= opcodes.FlagResumer
+		}
 		if cs := e.cancel; cs != 0 {
 			h, _ := r.slot(cs).(CancelFunc)
 			e.cancel = 0

@@ -169,6 +169,50 @@ func TestSemResumerLate(t *testing.T) {
 	semExpect(t, &log, "handler Timeout", "second got 0", "third got 2")
 }
 
+// A completion that comes after the step timed out, or is on its way when
+// it does, changes nothing when the error handler recovered by adding
+// steps: the step lives on, but its wait is over. (Its Resumer stayed
+// live: the completion failed the recovered flow with InternalError.)
+func TestSemResumerLateAfterHandlerAddsSteps(t *testing.T) {
+	for _, race := range []bool{false, true} {
+		l, clk := semLoop()
+		root := l.NewSteps()
+		var log semLog
+		var res vm.Resumer
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			res = as.Resumer()
+			as.SetTimeout(10 * time.Millisecond)
+		}, func(as vm.AsyncSteps, code string) {
+			log.add("handler %s", code)
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				log.add("recovery")
+				as.SetTimeout(5 * time.Millisecond)
+			}, func(as vm.AsyncSteps, code string) {
+				log.add("recovery handler %s", code)
+				as.Success(vm.Int(7))
+			})
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("next %d", a.Int(0)) })
+		f := root.Promise()
+		l.RunUntilIdle()
+		clk.Advance(10 * time.Millisecond)
+		if race { // posted in the pass whose timers time the step out
+			l.Immediate(func() { res.Success(vm.Int(1)) })
+			l.Iterate()
+		} else {
+			l.Iterate()
+			if res.Success(vm.Int(1)) || res.Error("Late", "") {
+				t.Error("a Resumer completion after the timeout returned true")
+			}
+		}
+		l.RunUntilIdle()
+		clk.Advance(5 * time.Millisecond)
+		l.RunUntilIdle()
+		semOK(t, f)
+		semExpect(t, &log, "handler Timeout", "recovery", "recovery handler Timeout", "next 7")
+	}
+}
+
 // Only the first completion through a Resumer counts.
 func TestSemResumerDuplicate(t *testing.T) {
 	cases := []struct {
