@@ -169,7 +169,10 @@ func (h *harness) exec(rr *rootRun, as vm.AsyncSteps, id string, stmts []prog.St
 			panic(s.Text)
 		case *prog.Wait:
 			as.WaitExternal()
-			if s.Turns > 0 {
+			switch {
+			case s.Turns > 0 && s.Resumer:
+				h.resumeLater(rr, as.Resumer(), id, s)
+			case s.Turns > 0:
 				h.waiting[as] = true
 				h.completeLater(rr, as, id, s)
 			}
@@ -259,6 +262,38 @@ func (h *harness) completeLater(rr *rootRun, as vm.AsyncSteps, id string, w *pro
 		if h.waiting[as] {
 			delete(h.waiting, as)
 			complete()
+		}
+	}
+	h.loop.Immediate(tick)
+}
+
+// resumeLater completes a waiting step through its Resumer turns
+// Immediates later, whatever became of the step meanwhile, and then again.
+// The Resumer accepts the first completion while the step still waits (it
+// reaches the step at the start of the next pass, if the step waits then)
+// and turns down every other one.
+func (h *harness) resumeLater(rr *rootRun, rs vm.Resumer, id string, w *prog.Wait) {
+	k := w.Turns
+	var tick func()
+	tick = func() {
+		if k--; k > 0 {
+			h.loop.Immediate(tick)
+			return
+		}
+		complete := func() bool {
+			switch t := w.Then.(type) {
+			case *prog.Success:
+				return rs.Success(toVM(t.Values)...)
+			case *prog.Error:
+				return rs.Error(t.Code, t.Info)
+			}
+			return false
+		}
+		if complete() {
+			h.emit(rr, "resume "+id)
+		}
+		if complete() {
+			h.fail("the Resumer of %s accepted a second completion", id)
 		}
 	}
 	h.loop.Immediate(tick)

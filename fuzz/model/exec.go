@@ -150,7 +150,11 @@ func (m *machine) exec(f *frame, stmts []prog.Stmt, sc prog.Scope, handler bool)
 			return outcome{kind: outError, code: "InternalError", info: s.Text}
 		case *prog.Wait:
 			f.waitExt = true
-			if s.Turns > 0 {
+			switch {
+			case s.Turns > 0 && s.Resumer:
+				f.resumer = resumerLive
+				m.resumeLater(f, s)
+			case s.Turns > 0:
 				f.waiting = true
 				m.completeLater(f, s)
 			}
@@ -241,6 +245,7 @@ func (m *machine) popFrame(f *frame) {
 	stopTimer(f)
 	f.onCancel = nil
 	f.waiting = false
+	f.resumer = resumerNone
 	for i := len(f.allocs) - 1; i >= 0; i-- {
 		m.emit(f.th.flow, "free "+f.id+" "+strconv.Itoa(f.allocs[i]))
 	}
@@ -288,26 +293,40 @@ func (m *machine) branchDone(b *thread) {
 }
 
 // iterate runs the next iteration of loop frame L, or completes L when its
-// count is reached.
+// count is reached. An iteration whose body returns with nothing to wait
+// for ends on the spot, and while nothing else is queued the next one runs
+// in the same instruction, up to inlineBudget more: the VM's iterate and
+// callIterations, which count an instruction against the turn's budget
+// (runTask) once for all of them. A completion posted meanwhile waits
+// for all of them (a Resumer's; a 0 ms timer's).
 func (m *machine) iterate(L *frame) {
 	th := L.th
-	if L.count >= 0 && L.next >= L.count {
-		m.complete(L, nil)
-		return
+	for budget := inlineBudget; ; budget-- {
+		if L.count >= 0 && L.next >= L.count {
+			m.complete(L, nil)
+			return
+		}
+		i := L.next
+		L.next++
+		it := &frame{kind: fIter, th: th, parent: L, id: L.id, alive: true, loop: L.loop}
+		th.top = it
+		event := "iter " + L.id
+		switch L.loopOf {
+		case prog.RepeatLoop:
+			it.loop = prog.LoopVars{Kind: prog.RepeatLoop, I: i}
+			event += " " + strconv.Itoa(i)
+		case prog.ForEachLoop:
+			it.loop = prog.LoopVars{Kind: prog.ForEachLoop, Key: L.keys[i], Val: L.values[i]}
+			event += " " + L.keys[i].String() + " " + L.values[i].String()
+		}
+		m.emit(th.flow, event)
+		out := m.exec(it, L.body, prog.Scope{}, false)
+		plain := it.alive && th.top == it && out.kind == outReturn && len(it.queue) == 0 &&
+			!it.waitExt && it.timer == nil && it.onCancel == nil && len(it.allocs) == 0
+		if !plain || budget == 0 || len(m.queue) > 0 {
+			m.after(it, out)
+			return
+		}
+		m.popFrame(it)
 	}
-	i := L.next
-	L.next++
-	it := &frame{kind: fIter, th: th, parent: L, id: L.id, alive: true, loop: L.loop}
-	th.top = it
-	event := "iter " + L.id
-	switch L.loopOf {
-	case prog.RepeatLoop:
-		it.loop = prog.LoopVars{Kind: prog.RepeatLoop, I: i}
-		event += " " + strconv.Itoa(i)
-	case prog.ForEachLoop:
-		it.loop = prog.LoopVars{Kind: prog.ForEachLoop, Key: L.keys[i], Val: L.values[i]}
-		event += " " + L.keys[i].String() + " " + L.values[i].String()
-	}
-	m.emit(th.flow, event)
-	m.after(it, m.exec(it, L.body, prog.Scope{}, false))
 }

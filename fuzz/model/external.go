@@ -44,3 +44,38 @@ func (m *machine) completeLater(f *frame, w *prog.Wait) {
 	}
 	m.queue = append(m.queue, &task{fn: tick})
 }
+
+// resumeLater is the harness's completion of a waiting step through its
+// Resumer: w.Turns Immediates later the Resumer accepts it if it is live,
+// and the completion reaches the step when the next pass starts, if the
+// Resumer was not released meanwhile.
+func (m *machine) resumeLater(f *frame, w *prog.Wait) {
+	k := w.Turns
+	var tick func()
+	tick = func() {
+		if k--; k > 0 {
+			m.queue = append(m.queue, &task{fn: tick})
+			return
+		}
+		if f.resumer != resumerLive {
+			return
+		}
+		f.resumer = resumerClaimed
+		fl := f.th.flow
+		m.emit(fl, "resume "+f.id)
+		m.inbox = append(m.inbox, func() {
+			if f.resumer != resumerClaimed {
+				return
+			}
+			f.resumer = resumerNone
+			switch t := w.Then.(type) {
+			case *prog.Success:
+				m.complete(f, t.Values)
+			case *prog.Error:
+				fl.info = t.Info
+				m.raise(f.th, t.Code)
+			}
+		})
+	}
+	m.queue = append(m.queue, &task{fn: tick})
+}

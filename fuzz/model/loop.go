@@ -14,7 +14,7 @@ import (
 func (m *machine) run() error {
 	passes := 0
 	for !m.out.Truncated {
-		if len(m.queue) == 0 && m.nextTimer() == nil {
+		if len(m.inbox) == 0 && len(m.queue) == 0 && m.nextTimer() == nil {
 			if !m.sweep() {
 				break
 			}
@@ -22,6 +22,11 @@ func (m *machine) run() error {
 		}
 		if passes++; passes > m.lim.MaxPasses {
 			return fmt.Errorf("model: no end after %d passes", m.lim.MaxPasses)
+		}
+		inbox := m.inbox
+		m.inbox = nil
+		for _, fn := range inbox {
+			fn()
 		}
 		for n := len(m.queue); n > 0; n-- {
 			t := m.queue[0]
@@ -36,7 +41,7 @@ func (m *machine) run() error {
 			t.dead = true
 			t.fn()
 		}
-		if len(m.queue) == 0 {
+		if len(m.inbox) == 0 && len(m.queue) == 0 {
 			if t := m.nextTimer(); t != nil {
 				m.now = t.at
 			}

@@ -7,18 +7,23 @@
 //
 // The rules it follows, and where they come from:
 //
-//   - The loop runs in passes: first the tasks queued when the pass starts,
-//     in order, then the timers that are due, by deadline and then in the
-//     order they were set. When nothing is queued, the clock jumps to the
-//     next deadline (vm/doc.go "Scheduling"; vm.Loop.Iterate).
+//   - The loop runs in passes: first the completions Resumers posted
+//     since the last pass started, then the tasks queued when the pass
+//     starts, in order, then the timers that are due, by deadline and then
+//     in the order they were set. When nothing is queued, the clock jumps
+//     to the next deadline (vm/doc.go "Scheduling"; vm.Loop.Iterate).
+//   - A step's Resumer accepts one completion, while the step waits; an
+//     error or cancel that unwinds the step releases it, and a completion
+//     accepted before that is dropped (vm.Resumer).
 //   - Each step function and each loop iteration runs in a turn of its own.
 //     A flow that becomes ready to continue is queued behind the work
 //     already queued; the flow whose turn it is decides at the end of its
 //     turn, and continues in the same turn when nothing else is queued, up
-//     to inlineBudget times (vm/doc.go, vm.Loop's comment). Only a timer
-//     due in the pass that set it (a timeout or cancel of 0 ms) can tell,
-//     and the VM counts its budgets differently: prog.Generate never
-//     makes such timers.
+//     to inlineBudget times (vm/doc.go, vm.Loop's comment); iterations
+//     that end on the spot count once for up to inlineBudget+1 of them
+//     (iterate). A completion that a Resumer posts meanwhile, or a timer
+//     due in the pass that set it (a timeout or cancel of 0 ms, which
+//     prog.Generate never makes), reaches the flow after the turn.
 //   - Completion is synchronous: a step's success ends it and every
 //     enclosing step whose sub-steps are done (vm/doc.go). But when that
 //     reaches the bottom of a thread (the root, or a branch) from inside
@@ -69,7 +74,8 @@ type machine struct {
 	lim prog.Limits
 	out prog.Trace
 
-	now    int64 // milliseconds
+	now    int64    // milliseconds
+	inbox  []func() // Resumer completions, delivered when the next pass starts
 	queue  []*task
 	timers []*timer
 	tseq   int
@@ -144,6 +150,17 @@ const (
 	fSync                      // a sync step, around its section
 )
 
+// resumerState is that of the vm.Resumer of a waiting step: live from the
+// wait until the step ends or an error or cancel unwinds it (vm:
+// cancelFrame releases it), claimed once a completion was accepted.
+type resumerState uint8
+
+const (
+	resumerNone resumerState = iota
+	resumerLive
+	resumerClaimed
+)
+
 type syncState uint8
 
 const (
@@ -180,6 +197,7 @@ type frame struct {
 	allocs   []int
 	waitExt  bool // WaitExternal: no implicit success
 	waiting  bool // the harness will complete it
+	resumer  resumerState
 
 	// Parallel frames.
 	branches []*thread

@@ -81,6 +81,7 @@ func (m *machine) cancelFrame(f *frame) {
 		f.branches = nil
 	case fStep, fIter:
 		stopTimer(f)
+		f.resumer = resumerNone
 		if h := f.onCancel; h != nil {
 			f.onCancel = nil
 			fl := f.th.flow

@@ -141,10 +141,12 @@ type Error struct {
 
 // Wait makes the step wait for an external completion (WaitExternal).
 // With Turns > 0 the harness completes it Turns loop turns later with Then
-// (a *Success or an *Error); with Turns == 0 nothing completes it.
+// (a *Success or an *Error), through the step's handle or, with Resumer,
+// its vm.Resumer; with Turns == 0 nothing completes it.
 type Wait struct {
-	Turns int
-	Then  Stmt
+	Turns   int
+	Resumer bool
+	Then    Stmt
 }
 
 // Break leaves the innermost loop, or the one labelled Label.

@@ -44,6 +44,8 @@
 //	wait                         WaitExternal, completed by nothing
 //	wait INT success { VALUE }   WaitExternal, completed INT loop turns later
 //	wait INT error CODE [STRING] by the harness, through the step's handle
+//	wait INT resumer success { VALUE } | wait INT resumer error CODE [STRING]
+//	                             the same through the step's vm.Resumer
 //	break [LABEL]                Break
 //	continue [LABEL]             Continue
 //	cancel ROOT                  ROOT's Cancel, then the block ends as one without a

@@ -557,6 +557,7 @@ func (g *gen) wait(want func() *Wait) *Wait {
 		return &Wait{}
 	}
 	w := &Wait{Turns: 1 + g.pick(4, func() int { return want().Turns - 1 })}
+	w.Resumer = g.pick(2, func() int { return b2i(want().Resumer) }) == 1
 	if mode == 1 {
 		w.Then = &Success{Values: g.values(func() []Value { return want().Then.(*Success).Values })}
 	} else {

@@ -375,6 +375,10 @@ func (p *parser) wait() *Wait {
 		return w
 	}
 	w.Turns = p.intIn("wait turns", 1, MaxCount)
+	if p.tok.kind == tIdent && p.tok.text == "resumer" {
+		p.next()
+		w.Resumer = true
+	}
 	kw := p.ident("success or error")
 	switch kw.text {
 	case "success":

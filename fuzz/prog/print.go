@@ -128,11 +128,15 @@ func (w *printer) stmt(s Stmt) {
 	case *Error:
 		w.line(errorText(s))
 	case *Wait:
+		head := "wait " + strconv.Itoa(s.Turns)
+		if s.Resumer {
+			head += " resumer"
+		}
 		switch t := s.Then.(type) {
 		case *Success:
-			w.line("wait " + strconv.Itoa(s.Turns) + " success" + FormatValues(t.Values))
+			w.line(head + " success" + FormatValues(t.Values))
 		case *Error:
-			w.line("wait " + strconv.Itoa(s.Turns) + " " + errorText(t))
+			w.line(head + " " + errorText(t))
 		default:
 			w.line("wait")
 		}
