@@ -170,9 +170,9 @@ func (h *harness) exec(rr *rootRun, as vm.AsyncSteps, id string, stmts []prog.St
 		case *prog.Wait:
 			as.WaitExternal()
 			switch {
-			case s.Turns > 0 && s.Resumer:
+			case s.Then != nil && s.Resumer:
 				h.resumeLater(rr, as.Resumer(), id, s)
-			case s.Turns > 0:
+			case s.Then != nil:
 				h.waiting[as] = true
 				h.completeLater(rr, as, id, s)
 			}
@@ -229,19 +229,13 @@ func (h *harness) stack(rr *rootRun, as vm.AsyncSteps, id string, size int) {
 	}
 }
 
-// completeLater completes a waiting step turns Immediates later, if its
+// completeLater completes a waiting step when w says, if its
 // error handler has not run. A completion that comes once the step has
 // ended (its timeout fired, its root was canceled) is made all the same,
 // and every completion is made twice: through a stale handle, whose step's
 // memory another step may own by now, both must do nothing.
 func (h *harness) completeLater(rr *rootRun, as vm.AsyncSteps, id string, w *prog.Wait) {
-	k := w.Turns
-	var tick func()
-	tick = func() {
-		if k--; k > 0 {
-			h.loop.Immediate(tick)
-			return
-		}
+	h.later(w, func() {
 		if !h.waiting[as] {
 			return
 		}
@@ -263,16 +257,16 @@ func (h *harness) completeLater(rr *rootRun, as vm.AsyncSteps, id string, w *pro
 			delete(h.waiting, as)
 			complete()
 		}
-	}
-	h.loop.Immediate(tick)
+	})
 }
 
-// resumeLater completes a waiting step through its Resumer turns
-// Immediates later, whatever became of the step meanwhile, and then again.
-// The Resumer accepts the first completion while the step still waits (it
-// reaches the step at the start of the next pass, if the step waits then)
-// and turns down every other one.
-func (h *harness) resumeLater(rr *rootRun, rs vm.Resumer, id string, w *prog.Wait) {
+// later runs fn w.Turns Immediates later, or from a timer w.MS
+// milliseconds later.
+func (h *harness) later(w *prog.Wait, fn func()) {
+	if w.MS > 0 {
+		h.loop.Deferred(time.Duration(w.MS)*time.Millisecond, fn)
+		return
+	}
 	k := w.Turns
 	var tick func()
 	tick = func() {
@@ -280,6 +274,18 @@ func (h *harness) resumeLater(rr *rootRun, rs vm.Resumer, id string, w *prog.Wai
 			h.loop.Immediate(tick)
 			return
 		}
+		fn()
+	}
+	h.loop.Immediate(tick)
+}
+
+// resumeLater completes a waiting step through its Resumer
+// when w says, whatever became of the step meanwhile, and then again.
+// The Resumer accepts the first completion while the step still waits (it
+// reaches the step at the start of the next pass, if the step waits then)
+// and turns down every other one.
+func (h *harness) resumeLater(rr *rootRun, rs vm.Resumer, id string, w *prog.Wait) {
+	h.later(w, func() {
 		complete := func() bool {
 			switch t := w.Then.(type) {
 			case *prog.Success:
@@ -295,6 +301,5 @@ func (h *harness) resumeLater(rr *rootRun, rs vm.Resumer, id string, w *prog.Wai
 		if complete() {
 			h.fail("the Resumer of %s accepted a second completion", id)
 		}
-	}
-	h.loop.Immediate(tick)
+	})
 }

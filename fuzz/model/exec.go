@@ -151,10 +151,10 @@ func (m *machine) exec(f *frame, stmts []prog.Stmt, sc prog.Scope, handler bool)
 		case *prog.Wait:
 			f.waitExt = true
 			switch {
-			case s.Turns > 0 && s.Resumer:
+			case s.Then != nil && s.Resumer:
 				f.resumer = resumerLive
 				m.resumeLater(f, s)
-			case s.Turns > 0:
+			case s.Then != nil:
 				f.waiting = true
 				m.completeLater(f, s)
 			}

@@ -18,16 +18,10 @@ func (m *machine) setTimeout(f *frame, ms int64) {
 	})
 }
 
-// completeLater is the harness's external completion of a waiting step:
-// w.Turns Immediates later, if the step still waits for it.
+// completeLater is the harness's external completion of a waiting step,
+// if the step still waits for it then.
 func (m *machine) completeLater(f *frame, w *prog.Wait) {
-	k := w.Turns
-	var tick func()
-	tick = func() {
-		if k--; k > 0 {
-			m.queue = append(m.queue, &task{fn: tick})
-			return
-		}
+	m.later(w, func() {
 		if !f.alive || !f.waiting {
 			return
 		}
@@ -41,15 +35,16 @@ func (m *machine) completeLater(f *frame, w *prog.Wait) {
 			fl.info = t.Info
 			m.raise(f.th, t.Code)
 		}
-	}
-	m.queue = append(m.queue, &task{fn: tick})
+	})
 }
 
-// resumeLater is the harness's completion of a waiting step through its
-// Resumer: w.Turns Immediates later the Resumer accepts it if it is live,
-// and the completion reaches the step when the next pass starts, if the
-// Resumer was not released meanwhile.
-func (m *machine) resumeLater(f *frame, w *prog.Wait) {
+// later runs fn w.Turns Immediates later, or from a timer w.MS
+// milliseconds later.
+func (m *machine) later(w *prog.Wait, fn func()) {
+	if w.MS > 0 {
+		m.addTimer(m.now+w.MS, fn)
+		return
+	}
 	k := w.Turns
 	var tick func()
 	tick = func() {
@@ -57,6 +52,17 @@ func (m *machine) resumeLater(f *frame, w *prog.Wait) {
 			m.queue = append(m.queue, &task{fn: tick})
 			return
 		}
+		fn()
+	}
+	m.queue = append(m.queue, &task{fn: tick})
+}
+
+// resumeLater is the harness's completion of a waiting step through its
+// Resumer: when it comes (later) the Resumer accepts it if it is live,
+// and the completion reaches the step when the next pass starts, if the
+// Resumer was not released meanwhile.
+func (m *machine) resumeLater(f *frame, w *prog.Wait) {
+	m.later(w, func() {
 		if f.resumer != resumerLive {
 			return
 		}
@@ -76,6 +82,5 @@ func (m *machine) resumeLater(f *frame, w *prog.Wait) {
 				m.raise(f.th, t.Code)
 			}
 		})
-	}
-	m.queue = append(m.queue, &task{fn: tick})
+	})
 }

@@ -140,11 +140,13 @@ type Error struct {
 }
 
 // Wait makes the step wait for an external completion (WaitExternal).
-// With Turns > 0 the harness completes it Turns loop turns later with Then
-// (a *Success or an *Error), through the step's handle or, with Resumer,
-// its vm.Resumer; with Turns == 0 nothing completes it.
+// With Turns > 0 the harness completes it Turns loop turns later, with
+// MS > 0 from a timer MS milliseconds later, with Then (a *Success or an
+// *Error), through the step's handle or, with Resumer, its vm.Resumer;
+// with neither (Then nil) nothing completes it.
 type Wait struct {
 	Turns   int
+	MS      int64
 	Resumer bool
 	Then    Stmt
 }

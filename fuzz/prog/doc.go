@@ -44,7 +44,8 @@
 //	wait                         WaitExternal, completed by nothing
 //	wait INT success { VALUE }   WaitExternal, completed INT loop turns later
 //	wait INT error CODE [STRING] by the harness, through the step's handle
-//	wait INT resumer success { VALUE } | wait INT resumer error CODE [STRING]
+//	wait DURATION success ...    the same, from a timer DURATION later
+//	wait INT|DURATION resumer success { VALUE } | ... resumer error CODE [STRING]
 //	                             the same through the step's vm.Resumer
 //	break [LABEL]                Break
 //	continue [LABEL]             Continue

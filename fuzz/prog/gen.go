@@ -44,6 +44,7 @@ const (
 var (
 	genDurations = []int64{1, 2, 3, 5, 10, 20, 50, 100, 1000}
 	genStacks    = []int{1, 8, 24, 64, 100, 4096}
+	genWaitMS    = []int64{1, 2, 5, 20} // completions by timer: on deadlines of timeouts
 	genFloats    = []float64{0.5, -1.25, 3, 1e21, 2.5e-7}
 	genCodes     = []string{"E1", "E2", "Timeout", "InternalError"}
 	genVars      = []string{"x", "y"}
@@ -556,7 +557,18 @@ func (g *gen) wait(want func() *Wait) *Wait {
 	if mode == 0 {
 		return &Wait{}
 	}
-	w := &Wait{Turns: 1 + g.pick(4, func() int { return want().Turns - 1 })}
+	w := &Wait{}
+	when := g.pick(4+len(genWaitMS), func() int {
+		if want().MS > 0 {
+			return 4 + index(genWaitMS, want().MS)
+		}
+		return want().Turns - 1
+	})
+	if when < 4 {
+		w.Turns = 1 + when
+	} else {
+		w.MS = genWaitMS[when-4]
+	}
 	w.Resumer = g.pick(2, func() int { return b2i(want().Resumer) }) == 1
 	if mode == 1 {
 		w.Then = &Success{Values: g.values(func() []Value { return want().Then.(*Success).Values })}

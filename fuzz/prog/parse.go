@@ -374,7 +374,15 @@ func (p *parser) wait() *Wait {
 	if p.lineEnd() {
 		return w
 	}
-	w.Turns = p.intIn("wait turns", 1, MaxCount)
+	if p.tok.kind == tDur {
+		t := p.next()
+		if t.num < 1 {
+			p.failAt(t, "wait of %dms: a timer completes a wait 1ms later or more", t.num)
+		}
+		w.MS = t.num
+	} else {
+		w.Turns = p.intIn("wait turns", 1, MaxCount)
+	}
 	if p.tok.kind == tIdent && p.tok.text == "resumer" {
 		p.next()
 		w.Resumer = true

@@ -129,6 +129,9 @@ func (w *printer) stmt(s Stmt) {
 		w.line(errorText(s))
 	case *Wait:
 		head := "wait " + strconv.Itoa(s.Turns)
+		if s.MS > 0 {
+			head = "wait " + duration(s.MS)
+		}
 		if s.Resumer {
 			head += " resumer"
 		}
