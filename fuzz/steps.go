@@ -186,7 +186,11 @@ func (h *harness) exec(rr *rootRun, as vm.AsyncSteps, id string, stmts []prog.St
 			h.fail("Continue returned inside a step of %s", id)
 			return
 		case *prog.Cancel:
-			h.rootNamed(s.Root).as.Cancel()
+			if s.Release {
+				h.rootNamed(s.Root).as.Release()
+			} else {
+				h.rootNamed(s.Root).as.Cancel()
+			}
 			return
 		default:
 			h.add(as, s, lv)

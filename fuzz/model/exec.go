@@ -164,7 +164,24 @@ func (m *machine) exec(f *frame, stmts []prog.Stmt, sc prog.Scope, handler bool)
 		case *prog.Continue:
 			return outcome{kind: outContinue, label: s.Label}
 		case *prog.Cancel:
-			m.cancelFlow(m.flowNamed(s.Root))
+			target := m.flowNamed(s.Root)
+			if target.released {
+				// The root's handle is stale: misuse, which fails the
+				// calling flow from a step or error handler and is only
+				// recorded from a cancel handler (vm's misuse).
+				if m.inCancel > 0 {
+					return outcome{kind: outReturn}
+				}
+				verb := "Cancel"
+				if s.Release {
+					verb = "Release"
+				}
+				return outcome{kind: outError, code: "InternalError", info: verb + " on a handle that is not a live root"}
+			}
+			m.cancelFlow(target)
+			if s.Release { // a cancel that ran it releases it all the same
+				target.released = true
+			}
 			return outcome{kind: outReturn}
 		default: // an adder
 			m.add(&f.queue, s, f.loop, fl.state)

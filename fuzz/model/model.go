@@ -40,7 +40,11 @@
 //     error handler or cancel handler of any root) unwinds every frame of
 //     the root at once, running cancel handlers only; when it is the
 //     caller's own root, nothing of the caller's frame carries on after
-//     it: no success, no error handler, no further unwinding.
+//     it: no success, no error handler, no further unwinding. Release
+//     cancels a running root the same way and leaves its handle stale: a
+//     later Cancel or Release through it is misuse, InternalError of the
+//     calling flow from a step or error handler, nothing from a cancel
+//     handler (vm's misuse).
 //   - A Mutex admits a flow at once (the section runs in the same turn),
 //     queues it in FIFO order, or refuses it with DefenseRejected; the
 //     section is released when its frame ends and handed to the first
@@ -89,6 +93,7 @@ type machine struct {
 	cur      *thread
 	cont     bool
 	contArgs []prog.Value
+	inCancel int // cancel handlers running
 }
 
 // task is a turn of a thread, or an Immediate callback of the harness.
@@ -124,6 +129,7 @@ type flow struct {
 	info     string // error_info
 	running  bool
 	done     string // the completion event, once completed
+	released bool   // by a release statement: its handle is stale
 	reported bool
 	main     *thread
 }

@@ -86,7 +86,9 @@ func (m *machine) cancelFrame(f *frame) {
 			f.onCancel = nil
 			fl := f.th.flow
 			m.emit(fl, "cancel "+f.id)
+			m.inCancel++
 			m.exec(f, h.Stmts, prog.Scope{Args: f.args}, true)
+			m.inCancel--
 		}
 	}
 }

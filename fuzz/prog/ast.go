@@ -168,11 +168,14 @@ type Panic struct {
 	Text string
 }
 
-// Cancel cancels root Root (its Cancel) from inside a step, error handler
-// or cancel handler, then ends the block as if it had no terminal
-// statement. Root is the root the statement is in or one declared before.
+// Cancel cancels root Root (its Cancel), or with Release releases it (its
+// Release: canceled if it runs, then back to the loop's pool, its handle
+// invalid), from inside a step, error handler or cancel handler, then ends
+// the block as if it had no terminal statement. Root is the root the
+// statement is in or one declared before.
 type Cancel struct {
-	Root string
+	Root    string
+	Release bool
 }
 
 func (*Step) stmt()        {}

@@ -52,9 +52,10 @@
 //	cancel ROOT                  ROOT's Cancel, then the block ends as one without a
 //	                             terminal statement; ROOT is this root or one declared
 //	                             before (not in a model)
+//	release ROOT                 the same with ROOT's Release
 //
 // An error handler (catch) may use print, set, adders and the terminal
-// statements but wait; a cancel handler print, set and cancel. A body
+// statements but wait; a cancel handler print, set, cancel and release. A body
 // that ends without a terminal statement succeeds implicitly unless it
 // added steps, set a timeout or a cancel handler, or waits (FTN12 1.6). Values are integers, floats (with a point
 // or an exponent), strings in Go syntax, true and false; a success has at

@@ -511,7 +511,8 @@ func (g *gen) block(ctx context, labels []string, depth int, want func() []Stmt)
 		stmts = append(stmts, g.wait(func() *Wait { return tw().(*Wait) }))
 	case tCancel:
 		root := g.roots[g.pick(len(g.roots), func() int { return index(g.roots, tw().(*Cancel).Root) })]
-		stmts = append(stmts, &Cancel{Root: root})
+		release := g.pick(4, func() int { return 3 * b2i(tw().(*Cancel).Release) }) == 3 // one in four
+		stmts = append(stmts, &Cancel{Root: root, Release: release})
 	case tBreak, tContinue:
 		wl := func() string {
 			if b, ok := tw().(*Break); ok {

@@ -225,6 +225,9 @@ func keyword(s Stmt) string {
 	case *Panic:
 		return "panic"
 	case *Cancel:
+		if s.(*Cancel).Release {
+			return "release"
+		}
 		return "cancel"
 	}
 	return "statement"
@@ -252,6 +255,7 @@ var allowed = map[string][]context{
 	"break":       {inBody, inHandler},
 	"continue":    {inBody, inHandler},
 	"cancel":      {inBody, inHandler, inCancel},
+	"release":     {inBody, inHandler, inCancel},
 }
 
 func (p *parser) stmt(ctx context, labels []string) Stmt {
@@ -340,15 +344,15 @@ func (p *parser) stmt(ctx context, labels []string) Stmt {
 			return &Break{Label: label}
 		}
 		return &Continue{Label: label}
-	case "cancel":
+	case "cancel", "release":
 		if p.root == "" {
-			p.failAt(kw, "cancel in a model: a model's steps run in any root")
+			p.failAt(kw, "%s in a model: a model's steps run in any root", kw.text)
 		}
 		t := p.ident("root name")
 		if t.text != p.root && p.names[t.text] != "root" {
-			p.failAt(t, "cancel of %s, which is neither this root nor one declared before", t.text)
+			p.failAt(t, "%s of %s, which is neither this root nor one declared before", kw.text, t.text)
 		}
-		return &Cancel{Root: t.text}
+		return &Cancel{Root: t.text, Release: kw.text == "release"}
 	}
 	panic("unreachable")
 }

@@ -150,7 +150,11 @@ func (w *printer) stmt(s Stmt) {
 	case *Panic:
 		w.line("panic " + strconv.Quote(s.Text))
 	case *Cancel:
-		w.line("cancel " + s.Root)
+		if s.Release {
+			w.line("release " + s.Root)
+		} else {
+			w.line("cancel " + s.Root)
+		}
 	}
 }
 

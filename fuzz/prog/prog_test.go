@@ -127,6 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{"root r { step { success \xff } }", "1:25: unexpected byte 0xff"},
 		{"root r { step { cancel q } }\nroot q {}", "1:24: cancel of q, which is neither this root nor one declared before"},
 		{"model m { step { cancel m } }", "1:18: cancel in a model: a model's steps run in any root"},
+		{"root r { step { release q } }", "1:25: release of q, which is neither this root nor one declared before"},
 		{"root r { step { onCancel { cancel r; print \"x\" } } }", "1:38: statement after cancel: it ends the block"},
 	} {
 		_, err := Parse(c.src)
