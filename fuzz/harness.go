@@ -34,7 +34,7 @@ func Run(p *prog.Program, lim prog.Limits, opt Options) (tr prog.Trace, err erro
 		clock:   clock,
 		byState: map[*vm.State]*rootRun{},
 		models:  map[string]vm.AsyncSteps{},
-		mutexes: map[string]*vm.Mutex{},
+		mutexes: map[string]vm.ISync{},
 		waiting: map[vm.AsyncSteps]bool{},
 		failed:  new(error),
 	}
@@ -73,7 +73,7 @@ type harness struct {
 	byState map[*vm.State]*rootRun
 	models  map[string]vm.AsyncSteps
 	modelAs []vm.AsyncSteps
-	mutexes map[string]*vm.Mutex
+	mutexes map[string]vm.ISync // *vm.Mutex or *vm.Throttle
 	// waiting holds the steps the harness is to complete: a step leaves it
 	// when its error handler runs (the completion is then dropped, as the
 	// model does).
@@ -102,7 +102,11 @@ func (h *harness) load(p *prog.Program) {
 	for _, d := range p.Decls {
 		switch d := d.(type) {
 		case *prog.Mutex:
-			h.mutexes[d.Name] = vm.NewMutex(d.Max, d.Queue)
+			if d.PeriodMS > 0 {
+				h.mutexes[d.Name] = vm.NewThrottle(l, d.Max, time.Duration(d.PeriodMS)*time.Millisecond, d.Queue)
+			} else {
+				h.mutexes[d.Name] = vm.NewMutex(d.Max, d.Queue)
+			}
 		case *prog.Model:
 			m := l.NewSteps()
 			h.build(m, d.Body)

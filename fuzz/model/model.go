@@ -48,7 +48,8 @@
 //   - A Mutex admits a flow at once (the section runs in the same turn),
 //     queues it in FIFO order, or refuses it with DefenseRejected; the
 //     section is released when its frame ends and handed to the first
-//     waiter (vm.Mutex).
+//     waiter (vm.Mutex). A Throttle admits up to max entries a period,
+//     holding nothing, and the first waiters as periods end (vm.Throttle).
 package model
 
 import (
@@ -118,8 +119,11 @@ type model struct {
 
 type mutex struct {
 	max, maxQueue int
-	inside        int
+	inside        int      // a Throttle's: entries in the current period
 	queue         []*frame // queued sync frames
+
+	period  int64 // > 0: a Throttle of this period (ms)
+	ticking bool  // a Throttle's period runs
 }
 
 // flow is a root.
@@ -230,7 +234,7 @@ func (m *machine) load(p *prog.Program) {
 	for _, d := range p.Decls {
 		switch d := d.(type) {
 		case *prog.Mutex:
-			m.mutexes[d.Name] = &mutex{max: d.Max, maxQueue: d.Queue}
+			m.mutexes[d.Name] = &mutex{max: d.Max, maxQueue: d.Queue, period: d.PeriodMS}
 		case *prog.Model:
 			md := &model{state: map[string]string{}}
 			for _, s := range d.Body {

@@ -12,6 +12,10 @@ import (
 // refused, DefenseRejected is raised from f.
 func (m *machine) enterSync(f *frame, args []prog.Value) {
 	mx := f.mutex
+	if mx.period > 0 {
+		m.enterThrottle(f, args)
+		return
+	}
 	switch {
 	case mx.inside > 0 && heldBy(f.parent, mx):
 		f.sync = syncPassed
@@ -59,4 +63,51 @@ func (m *machine) exitSync(f *frame) {
 		mx.queue = slices.DeleteFunc(mx.queue, func(w *frame) bool { return w == f })
 	}
 	f.sync = syncIdle
+}
+
+// enterThrottle is enterSync for a Throttle: an entry while it is idle
+// starts a period; up to max entries a period are admitted, while nobody
+// waits, and hold nothing; the others wait for the ends of periods
+// (vm.Throttle).
+func (m *machine) enterThrottle(f *frame, args []prog.Value) {
+	mx := f.mutex
+	if !mx.ticking {
+		m.startPeriod(mx)
+	}
+	switch {
+	case mx.inside < mx.max && len(mx.queue) == 0:
+		mx.inside++
+		f.sync = syncPassed
+		m.step(f.th, args)
+	case mx.maxQueue >= 0 && len(mx.queue) >= mx.maxQueue:
+		f.th.flow.info = "Throttle queue limit"
+		m.raise(f.th, "DefenseRejected")
+	default:
+		f.sync = syncQueued
+		f.waitArgs = args
+		mx.queue = append(mx.queue, f)
+	}
+}
+
+func (m *machine) startPeriod(mx *mutex) {
+	mx.ticking = true
+	m.addTimer(m.now+mx.period, func() { m.endPeriod(mx) })
+}
+
+// endPeriod admits the first max waiters and starts the next period, or
+// leaves the Throttle idle when nobody waits.
+func (m *machine) endPeriod(mx *mutex) {
+	mx.ticking = false
+	mx.inside = 0
+	if len(mx.queue) == 0 {
+		return
+	}
+	for mx.inside < mx.max && len(mx.queue) > 0 {
+		w := mx.queue[0]
+		mx.queue = mx.queue[1:]
+		mx.inside++
+		w.sync = syncPassed
+		m.schedule(w.th, w.waitArgs)
+	}
+	m.startPeriod(mx)
 }

@@ -28,10 +28,12 @@ type Model struct {
 }
 
 // Mutex is a vm.Mutex shared by every root: at most Max flows inside, at
-// most Queue waiting (-1: unbounded).
+// most Queue waiting (-1: unbounded); or, with PeriodMS > 0, a vm.Throttle:
+// at most Max entries per period of PeriodMS milliseconds.
 type Mutex struct {
 	Name       string
 	Max, Queue int
+	PeriodMS   int64
 }
 
 func (*Root) decl()  {}

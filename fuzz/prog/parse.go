@@ -120,7 +120,7 @@ func (p *parser) optName() string {
 func (p *parser) program() *Program {
 	prog := &Program{}
 	for p.tok.kind != tEOF {
-		kw := p.ident("root, model or mutex")
+		kw := p.ident("root, model, mutex or throttle")
 		var d Decl
 		switch kw.text {
 		case "root":
@@ -141,15 +141,22 @@ func (p *parser) program() *Program {
 			m.Body = p.block(inRoot, nil)
 			p.names[name] = "model"
 			d = m
-		case "mutex":
-			name := p.declName("mutex")
+		case "mutex", "throttle":
+			name := p.declName(kw.text)
 			m := &Mutex{Name: name}
-			m.Max = p.intIn("mutex size", 1, MaxCount)
-			m.Queue = p.intIn("mutex queue limit", -1, MaxCount)
-			p.names[name] = "mutex"
+			m.Max = p.intIn(kw.text+" size", 1, MaxCount)
+			if kw.text == "throttle" {
+				t := p.expect(tDur)
+				if t.num < 1 {
+					p.failAt(t, "throttle period of %dms: a period is 1ms or more", t.num)
+				}
+				m.PeriodMS = t.num
+			}
+			m.Queue = p.intIn(kw.text+" queue limit", -1, MaxCount)
+			p.names[name] = "mutex" // sync takes either
 			d = m
 		default:
-			p.failAt(kw, "expected root, model or mutex, found %s", kw)
+			p.failAt(kw, "expected root, model, mutex or throttle, found %s", kw)
 		}
 		p.endStmt()
 		prog.Decls = append(prog.Decls, d)

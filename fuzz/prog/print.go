@@ -15,6 +15,10 @@ func (p *Program) String() string {
 		}
 		switch d := d.(type) {
 		case *Mutex:
+			if d.PeriodMS > 0 {
+				w.line("throttle " + d.Name + " " + strconv.Itoa(d.Max) + " " + duration(d.PeriodMS) + " " + strconv.Itoa(d.Queue))
+				break
+			}
 			w.line("mutex " + d.Name + " " + strconv.Itoa(d.Max) + " " + strconv.Itoa(d.Queue))
 		case *Model:
 			w.open("model " + d.Name)
