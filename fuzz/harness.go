@@ -73,7 +73,7 @@ type harness struct {
 	byState map[*vm.State]*rootRun
 	models  map[string]vm.AsyncSteps
 	modelAs []vm.AsyncSteps
-	mutexes map[string]vm.ISync // *vm.Mutex or *vm.Throttle
+	mutexes map[string]vm.ISync // *vm.Mutex, *vm.Throttle or *vm.Limiter
 	// waiting holds the steps the harness is to complete: a step leaves it
 	// when its error handler runs (the completion is then dropped, as the
 	// model does).
@@ -102,7 +102,10 @@ func (h *harness) load(p *prog.Program) {
 	for _, d := range p.Decls {
 		switch d := d.(type) {
 		case *prog.Mutex:
-			if d.PeriodMS > 0 {
+			if d.Limiter {
+				h.mutexes[d.Name] = vm.NewLimiter(l, vm.LimiterOptions{Concurrent: d.Max, MaxQueue: d.Queue,
+					Rate: d.Rate, Period: time.Duration(d.PeriodMS) * time.Millisecond, Burst: d.Burst})
+			} else if d.PeriodMS > 0 {
 				h.mutexes[d.Name] = vm.NewThrottle(l, d.Max, time.Duration(d.PeriodMS)*time.Millisecond, d.Queue)
 			} else {
 				h.mutexes[d.Name] = vm.NewMutex(d.Max, d.Queue)

@@ -64,10 +64,18 @@ func (m *machine) pushFrame(pd pending, parent *frame, th *thread) *frame {
 		f.kind, f.label, f.body, f.count, f.loopOf = fLoop, s.Label, s.Body, len(s.Values), prog.ForEachLoop
 		f.keys, f.values = forEachItems(s)
 	case *prog.Sync:
-		if pd.section {
+		mx := m.mutexes[s.Mutex]
+		switch {
+		case pd.section:
 			f.kind, f.catch = fStep, s.Catch
-		} else {
-			f.kind, f.mutex = fSync, m.mutexes[s.Mutex]
+		case pd.inner:
+			f.kind, f.mutex = fSync, mx.rate
+			f.queue = []pending{{stmt: s, loop: pd.loop, section: true}}
+		case mx.rate != nil: // a Limiter: its Mutex, then its Throttle
+			f.kind, f.mutex = fSync, mx
+			f.queue = []pending{{stmt: s, loop: pd.loop, inner: true}}
+		default:
+			f.kind, f.mutex = fSync, mx
 			f.queue = []pending{{stmt: s, loop: pd.loop, section: true}}
 		}
 	}

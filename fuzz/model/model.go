@@ -50,6 +50,8 @@
 //     section is released when its frame ends and handed to the first
 //     waiter (vm.Mutex). A Throttle admits up to max entries a period,
 //     holding nothing, and the first waiters as periods end (vm.Throttle).
+//     A Limiter is a Mutex whose section is the sync step of a Throttle
+//     (vm.Limiter).
 package model
 
 import (
@@ -124,6 +126,8 @@ type mutex struct {
 
 	period  int64 // > 0: a Throttle of this period (ms)
 	ticking bool  // a Throttle's period runs
+
+	rate *mutex // a Limiter's Throttle, entered inside this Mutex
 }
 
 // flow is a root.
@@ -187,6 +191,7 @@ type pending struct {
 	loop     prog.LoopVars
 	branches []pending
 	section  bool // the critical section of a sync step
+	inner    bool // the sync step of a Limiter's Throttle, inside its Mutex's
 }
 
 type frame struct {
@@ -234,6 +239,11 @@ func (m *machine) load(p *prog.Program) {
 	for _, d := range p.Decls {
 		switch d := d.(type) {
 		case *prog.Mutex:
+			if d.Limiter { // a Mutex around a Throttle (vm.Limiter)
+				m.mutexes[d.Name] = &mutex{max: d.Max, maxQueue: d.Queue,
+					rate: &mutex{max: d.Rate, maxQueue: d.Burst, period: d.PeriodMS}}
+				break
+			}
 			m.mutexes[d.Name] = &mutex{max: d.Max, maxQueue: d.Queue, period: d.PeriodMS}
 		case *prog.Model:
 			md := &model{state: map[string]string{}}

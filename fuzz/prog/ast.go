@@ -29,11 +29,15 @@ type Model struct {
 
 // Mutex is a vm.Mutex shared by every root: at most Max flows inside, at
 // most Queue waiting (-1: unbounded); or, with PeriodMS > 0, a vm.Throttle:
-// at most Max entries per period of PeriodMS milliseconds.
+// at most Max entries per period of PeriodMS milliseconds; or, with
+// Limiter, a vm.Limiter: Max flows inside, Queue waiting for a place,
+// Rate entries per period, Burst of those inside waiting for the rate.
 type Mutex struct {
-	Name       string
-	Max, Queue int
-	PeriodMS   int64
+	Name        string
+	Max, Queue  int
+	PeriodMS    int64
+	Limiter     bool
+	Rate, Burst int
 }
 
 func (*Root) decl()  {}

@@ -12,6 +12,7 @@
 //	program   = { mutex | model | root } .
 //	mutex     = "mutex" NAME INT INT .              # max inside, max queued (-1: unbounded)
 //	          | "throttle" NAME INT DURATION INT .  # max entries a period, period, max queued
+//	          | "limiter" NAME INT INT INT DURATION INT .  # Concurrent, MaxQueue, Rate, Period, Burst
 //	model     = "model" NAME block .                # steps copied by copy, never run
 //	root      = "root" NAME [ "cancel" DURATION ] block .
 //	block     = "{" { stmt } "}" .

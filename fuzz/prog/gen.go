@@ -135,18 +135,25 @@ func (g *gen) program(t *Program) *Program {
 		m := &Mutex{Name: g.declName("mx", i, func() string { return tm.Name })}
 		m.Max = 1 + g.pick(3, func() int { return tm.Max - 1 })
 		m.Queue = g.pick(5, func() int { return tm.Queue + 1 }) - 1
-		// One in three is a Throttle, with a period from genWaitMS.
+		// One in four is a Throttle, one in four a Limiter, with a period
+		// from genWaitMS.
 		n := len(genWaitMS)
-		if k := g.pick(3*n, func() int {
+		k := g.pick(4*n, func() int {
 			if tm.PeriodMS == 0 {
 				return 0
 			}
 			if i := index(genWaitMS, tm.PeriodMS); i >= 0 {
-				return 2*n + i
+				return (2+b2i(tm.Limiter))*n + i
 			}
 			return -1
-		}); k >= 2*n {
-			m.PeriodMS = genWaitMS[k-2*n]
+		})
+		if k >= 2*n {
+			m.PeriodMS = genWaitMS[k%n]
+		}
+		if k >= 3*n {
+			m.Limiter = true
+			m.Rate = 1 + g.pick(3, func() int { return tm.Rate - 1 })
+			m.Burst = g.pick(5, func() int { return tm.Burst + 1 }) - 1
 		}
 		g.mutexes = append(g.mutexes, m.Name)
 		p.Decls = append(p.Decls, m)

@@ -120,7 +120,7 @@ func (p *parser) optName() string {
 func (p *parser) program() *Program {
 	prog := &Program{}
 	for p.tok.kind != tEOF {
-		kw := p.ident("root, model, mutex or throttle")
+		kw := p.ident("root, model, mutex, throttle or limiter")
 		var d Decl
 		switch kw.text {
 		case "root":
@@ -141,27 +141,38 @@ func (p *parser) program() *Program {
 			m.Body = p.block(inRoot, nil)
 			p.names[name] = "model"
 			d = m
-		case "mutex", "throttle":
+		case "mutex", "throttle", "limiter":
 			name := p.declName(kw.text)
 			m := &Mutex{Name: name}
 			m.Max = p.intIn(kw.text+" size", 1, MaxCount)
 			if kw.text == "throttle" {
-				t := p.expect(tDur)
-				if t.num < 1 {
-					p.failAt(t, "throttle period of %dms: a period is 1ms or more", t.num)
-				}
-				m.PeriodMS = t.num
+				m.PeriodMS = p.period(kw.text)
 			}
 			m.Queue = p.intIn(kw.text+" queue limit", -1, MaxCount)
-			p.names[name] = "mutex" // sync takes either
+			if kw.text == "limiter" {
+				m.Limiter = true
+				m.Rate = p.intIn("limiter rate", 1, MaxCount)
+				m.PeriodMS = p.period(kw.text)
+				m.Burst = p.intIn("limiter burst", -1, MaxCount)
+			}
+			p.names[name] = "mutex" // sync takes any of them
 			d = m
 		default:
-			p.failAt(kw, "expected root, model, mutex or throttle, found %s", kw)
+			p.failAt(kw, "expected root, model, mutex, throttle or limiter, found %s", kw)
 		}
 		p.endStmt()
 		prog.Decls = append(prog.Decls, d)
 	}
 	return prog
+}
+
+// period reads the period of a throttle or limiter.
+func (p *parser) period(what string) int64 {
+	t := p.expect(tDur)
+	if t.num < 1 {
+		p.failAt(t, "%s period of %dms: a period is 1ms or more", what, t.num)
+	}
+	return t.num
 }
 
 func (p *parser) declName(what string) string {

@@ -15,6 +15,11 @@ func (p *Program) String() string {
 		}
 		switch d := d.(type) {
 		case *Mutex:
+			if d.Limiter {
+				w.line("limiter " + d.Name + " " + strconv.Itoa(d.Max) + " " + strconv.Itoa(d.Queue) + " " +
+					strconv.Itoa(d.Rate) + " " + duration(d.PeriodMS) + " " + strconv.Itoa(d.Burst))
+				break
+			}
 			if d.PeriodMS > 0 {
 				w.line("throttle " + d.Name + " " + strconv.Itoa(d.Max) + " " + duration(d.PeriodMS) + " " + strconv.Itoa(d.Queue))
 				break
