@@ -26,16 +26,21 @@ func (m *machine) completeLater(f *frame, w *prog.Wait) {
 			return
 		}
 		f.waiting = false
-		fl := f.th.flow
-		m.emit(fl, "resume "+f.id)
-		switch t := w.Then.(type) {
-		case *prog.Success:
-			m.complete(f, t.Values)
-		case *prog.Error:
-			fl.info = t.Info
-			m.raise(f.th, t.Code)
-		}
+		m.emit(f.th.flow, "resume "+f.id)
+		m.completeWith(f, w)
 	})
+}
+
+// completeWith completes waiting frame f as w says: with success and
+// values, or with an error and its info.
+func (m *machine) completeWith(f *frame, w *prog.Wait) {
+	switch t := w.Then.(type) {
+	case *prog.Success:
+		m.complete(f, t.Values)
+	case *prog.Error:
+		f.th.flow.info = t.Info
+		m.raise(f.th, t.Code)
+	}
 }
 
 // later runs fn w.Turns Immediates later, or from a timer w.MS
@@ -67,20 +72,13 @@ func (m *machine) resumeLater(f *frame, w *prog.Wait) {
 			return
 		}
 		f.resumer = resumerClaimed
-		fl := f.th.flow
-		m.emit(fl, "resume "+f.id)
+		m.emit(f.th.flow, "resume "+f.id)
 		m.inbox = append(m.inbox, func() {
 			if f.resumer != resumerClaimed {
 				return
 			}
 			f.resumer = resumerNone
-			switch t := w.Then.(type) {
-			case *prog.Success:
-				m.complete(f, t.Values)
-			case *prog.Error:
-				fl.info = t.Info
-				m.raise(f.th, t.Code)
-			}
+			m.completeWith(f, w)
 		})
 	})
 }
