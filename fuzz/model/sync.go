@@ -24,14 +24,23 @@ func (m *machine) enterSync(f *frame, args []prog.Value) {
 		mx.inside++
 		f.sync = syncHeld
 		m.step(f.th, args)
-	case mx.maxQueue >= 0 && len(mx.queue) >= mx.maxQueue:
-		f.th.flow.info = "Mutex queue limit"
-		m.raise(f.th, "DefenseRejected")
 	default:
-		f.sync = syncQueued
-		f.waitArgs = args
-		mx.queue = append(mx.queue, f)
+		m.queueSync(f, args, "Mutex queue limit")
 	}
+}
+
+// queueSync queues sync frame f with args, or refuses it with DefenseRejected
+// and info when its primitive's queue is full.
+func (m *machine) queueSync(f *frame, args []prog.Value, info string) {
+	mx := f.mutex
+	if mx.maxQueue >= 0 && len(mx.queue) >= mx.maxQueue {
+		f.th.flow.info = info
+		m.raise(f.th, "DefenseRejected")
+		return
+	}
+	f.sync = syncQueued
+	f.waitArgs = args
+	mx.queue = append(mx.queue, f)
 }
 
 // heldBy reports whether a frame from f down to its thread's base holds
@@ -79,13 +88,8 @@ func (m *machine) enterThrottle(f *frame, args []prog.Value) {
 		mx.inside++
 		f.sync = syncPassed
 		m.step(f.th, args)
-	case mx.maxQueue >= 0 && len(mx.queue) >= mx.maxQueue:
-		f.th.flow.info = "Throttle queue limit"
-		m.raise(f.th, "DefenseRejected")
 	default:
-		f.sync = syncQueued
-		f.waitArgs = args
-		mx.queue = append(mx.queue, f)
+		m.queueSync(f, args, "Throttle queue limit")
 	}
 }
 
