@@ -107,15 +107,7 @@ func TestSemResumerErrorDrivenByRunUntilIdle(t *testing.T) {
 // Resumer.Success with more than four values fails the step with
 // InternalError (and returns false) rather than leaving it waiting.
 func TestSemResumerTooManyValues(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var res vm.Resumer
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		res = as.Resumer()
-		as.WaitExternal()
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
+	l, _, f, res := semResumerWait()
 	if res.Success(vm.Int(1), vm.Int(2), vm.Int(3), vm.Int(4), vm.Int(5)) {
 		t.Fatal("Success with five values returned true")
 	}
@@ -303,15 +295,7 @@ func TestSemResumerStaleAfterRelease(t *testing.T) {
 
 // A Resumer of a canceled step returns false.
 func TestSemResumerAfterCancel(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var res vm.Resumer
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		res = as.Resumer()
-		as.WaitExternal()
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
+	_, root, f, res := semResumerWait()
 	root.Cancel()
 	if res.Success() {
 		t.Fatal("Resumer of a canceled step returned true")

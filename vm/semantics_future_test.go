@@ -81,15 +81,7 @@ func TestSemFutureErrors(t *testing.T) {
 // Done is closed only when the flow completes; Wait honours its context
 // while the flow runs.
 func TestSemFutureDoneAndWait(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var res vm.Resumer
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		res = as.Resumer()
-		as.WaitExternal()
-	})
-	f := root.Promise()
-	l.RunUntilIdle()
+	l, _, f, res := semResumerWait()
 	semPending(t, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

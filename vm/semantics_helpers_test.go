@@ -242,3 +242,18 @@ func addUnwound(root vm.AsyncSteps, how string, nested vm.ExecFunc, log *semLog)
 	}
 	root.Add(log.step("next never"))
 }
+
+// semResumerWait starts a root whose one step waits for its Resumer, and
+// runs the loop until it waits.
+func semResumerWait() (*vm.Loop, vm.AsyncSteps, *vm.Future, vm.Resumer) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var res vm.Resumer
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		res = as.Resumer()
+		as.WaitExternal()
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	return l, root, f, res
+}
