@@ -257,3 +257,18 @@ func semResumerWait() (*vm.Loop, vm.AsyncSteps, *vm.Future, vm.Resumer) {
 	l.RunUntilIdle()
 	return l, root, f, res
 }
+
+// semNextRootWorks runs a flow on the next root l hands out (from its pool,
+// after whatever the test did to the last one) and fails t unless it
+// succeeds with its value.
+func semNextRootWorks(t *testing.T, l *vm.Loop) {
+	t.Helper()
+	next := l.NewSteps()
+	next.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7)) })
+	f := next.Promise()
+	l.RunUntilIdle()
+	if got := semOK(t, f); got.Int(0) != 7 {
+		t.Fatalf("the next root gave %v", got.Int(0))
+	}
+	next.Release()
+}

@@ -96,18 +96,21 @@ func TestSemMisuseInsideStep(t *testing.T) {
 	}
 }
 
+// loopRuns are the ways to drive a loop, which none of its own callbacks
+// may take.
+var loopRuns = map[string]func(l *vm.Loop){
+	"RunUntilIdle": func(l *vm.Loop) { l.RunUntilIdle() },
+	"Iterate":      func(l *vm.Loop) { l.Iterate() },
+	"Run":          func(l *vm.Loop) { l.Run(context.Background()) },
+}
+
 // A loop does not run inside its own callbacks: Run, RunUntilIdle or
 // Iterate called from a step fails that step's flow with InternalError,
 // called from an Immediate it goes to the panic handler, and the outer pass
 // goes on with the flows it had queued (a flow queued behind the step
 // completes; a nested pass would once have rescheduled it for ever).
 func TestSemMisuseNestedPass(t *testing.T) {
-	runs := map[string]func(l *vm.Loop){
-		"RunUntilIdle": func(l *vm.Loop) { l.RunUntilIdle() },
-		"Iterate":      func(l *vm.Loop) { l.Iterate() },
-		"Run":          func(l *vm.Loop) { l.Run(context.Background()) },
-	}
-	for name, run := range runs {
+	for name, run := range loopRuns {
 		t.Run(name, func(t *testing.T) {
 			var handled []any
 			l := vm.NewLoop(vm.WithPanicHandler(func(v any) { handled = append(handled, v) }))
@@ -146,12 +149,7 @@ func TestSemMisuseNestedPass(t *testing.T) {
 // outer pass's queued work, and the outer pass then popped an empty run
 // queue (a nil dereference out of RunUntilIdle, Stats().Queued -1).
 func TestSemMisuseNestedPassInPanicHandler(t *testing.T) {
-	runs := map[string]func(l *vm.Loop){
-		"RunUntilIdle": func(l *vm.Loop) { l.RunUntilIdle() },
-		"Iterate":      func(l *vm.Loop) { l.Iterate() },
-		"Run":          func(l *vm.Loop) { l.Run(context.Background()) },
-	}
-	for name, run := range runs {
+	for name, run := range loopRuns {
 		t.Run(name, func(t *testing.T) {
 			var l *vm.Loop
 			var nested []any
@@ -246,14 +244,7 @@ func TestSemMisuseRestartDuringRelease(t *testing.T) {
 			if s := l.Stats(); ran || s.RunningRoots != 0 || s.LiveRoots != 0 || s.ArenaInUse != 0 {
 				t.Fatalf("after Release: restarted step ran %v, stats %+v", ran, s)
 			}
-			next := l.NewSteps()
-			next.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7)) })
-			f := next.Promise()
-			l.RunUntilIdle()
-			if got := semOK(t, f); got.Int(0) != 7 {
-				t.Fatalf("the next root from the pool gave %v", got.Int(0))
-			}
-			next.Release()
+			semNextRootWorks(t, l)
 		})
 	}
 }

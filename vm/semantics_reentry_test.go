@@ -88,14 +88,7 @@ func TestSemDestroyCallbackEndsOwnRoot(t *testing.T) {
 				if st := l.Stats(); st.RunningRoots != 0 || st.ArenaInUse != 0 || st.Timers != 0 || st.LiveRoots != 0 {
 					t.Fatalf("after the flow: %+v", st)
 				}
-				next := l.NewSteps()
-				next.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7)) })
-				g := next.Promise()
-				l.RunUntilIdle()
-				if got := semOK(t, g); got.Int(0) != 7 {
-					t.Fatalf("the next root gave %v", got.Int(0))
-				}
-				next.Release()
+				semNextRootWorks(t, l)
 				if st := l.Stats(); st.ArenaInUse != 0 || st.LiveRoots != 0 {
 					t.Fatalf("after the next root: %+v", st)
 				}
