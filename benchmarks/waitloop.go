@@ -55,19 +55,11 @@ func waitLoopStepvm(b *testing.B) {
 	l.RunUntilIdle()
 	counter = 0
 
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; {
-		ready, waiting = waiting, ready[:0]
-		k := min(len(ready), b.N-done)
-		for _, h := range ready[:k] {
+	timeRounds(b, &waiting, &ready, func(hs []vm.AsyncSteps) {
+		for _, h := range hs {
 			h.Success(vm.Int(1))
 		}
-		waiting = append(waiting, ready[k:]...) // the last round's rest
-		done += k
-		l.RunUntilIdle()
-	}
-	b.StopTimer()
+	}, l.RunUntilIdle)
 	reportPer(b, "iter")
 	b.ReportMetric(float64(after-before)/float64(batchSize), "B/waitflow")
 	b.ReportMetric(float64(arenaAfter-arenaBefore)/float64(batchSize), "arenaB/waitflow")
@@ -80,6 +72,24 @@ func waitLoopStepvm(b *testing.B) {
 	for _, as := range roots {
 		as.Release()
 	}
+}
+
+// timeRounds times b.N completions of waiting flows, in rounds: each round
+// completes the flows that wait at its start (no more than the completions
+// left), then runs the loop until they wait again. A flow appends itself to
+// *waiting when it waits; ready is the other round's buffer.
+func timeRounds[W any](b *testing.B, waiting, ready *[]W, complete func([]W), runUntilIdle func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		*ready, *waiting = *waiting, (*ready)[:0]
+		k := min(len(*ready), b.N-done)
+		complete((*ready)[:k])
+		*waiting = append(*waiting, (*ready)[k:]...) // the last round's rest
+		done += k
+		runUntilIdle()
+	}
+	b.StopTimer()
 }
 
 // waitLoopGoroutines runs a goroutine per flow, ranging over a channel of

@@ -42,11 +42,11 @@ type Variant struct {
 // blocked-receive record are.
 var Workloads = []Workload{
 	{Name: "Simple", Unit: "flow", Stepvm: simpleStepvm, Goroutines: simpleGoroutines,
-		Variants: []Variant{{"stepvm-spawn", simpleSpawn}}},
+		Variants: []Variant{{"stepvm-spawn", simpleSpawn}, {"floor", floorSimple}}},
 	{Name: "Parallel", Unit: "flow", Stepvm: parallelStepvm, Goroutines: parallelGoroutines,
 		Variants: []Variant{{"stepvm-spawn", parallelSpawn}}},
 	{Name: "ParallelWaitLoop", Unit: "iter", Stepvm: waitLoopStepvm, Goroutines: waitLoopGoroutines,
-		Variants: []Variant{{"stepvm-300flows", withBatch(300, waitLoopStepvm)}}},
+		Variants: []Variant{{"stepvm-300flows", withBatch(300, waitLoopStepvm)}, {"floor", floorWaitLoop}}},
 	{Name: "Sequence", Unit: "iter", Stepvm: sequenceStepvm, Goroutines: sequenceGoroutines,
 		Variants: []Variant{{"goroutines-pull", sequencePull}}},
 	{Name: "ErrorPath", Unit: "flow", Stepvm: errorStepvm, Goroutines: errorGoroutines,
