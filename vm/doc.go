@@ -67,10 +67,11 @@
 // recorded as LastException: the flow is already ending. Such a callback
 // runs while the VM holds frames of its flow: calls through the handle of
 // the step being torn down do nothing, Error through another step's handle
-// of the same flow is misuse (recorded only), and a Cancel or Release of
-// its own root from a destroy callback takes effect in the loop's next
-// turn. API misuse
-// (Success or Error from a step after it added sub-steps, Success twice,
+// of the same flow is misuse (recorded as LastException only, like any
+// misuse there: ErrorInfo stays that of the error being raised), and a
+// Cancel or Release of its own root from a destroy callback takes effect
+// in the loop's next turn. API misuse (Success or Error from a step after
+// it added sub-steps, Success twice,
 // calls through the handle of a step that has ended, Execute on a running
 // root, Add on a running root from outside, running the loop from inside
 // one of its own steps) raises InternalError with a descriptive ErrorInfo

@@ -87,6 +87,13 @@ func (s *State) AsyncStack() []uintptr { return append([]uintptr(nil), s.stack..
 
 func (s *State) recordError(code, info string) {
 	s.errorInfo = info
+	s.recordLast(code, info)
+}
+
+// recordLast records an error as LastException only: one that is not
+// raised, such as misuse in a cancel handler, leaves ErrorInfo to the
+// error being raised.
+func (s *State) recordLast(code, info string) {
 	s.lastCode, s.lastInfo, s.lastPanic, s.hasLast = code, info, nil, true
 }
 

@@ -102,9 +102,9 @@ func (l *Loop) misuse(r *root, info string) {
 	if l.teardown > 0 {
 		// A cancel handler or destroy callback: the flow is already being
 		// canceled or unwound, which must not turn into running error
-		// handlers. Record the misuse only.
+		// handlers. Record the misuse only, as a panic there is.
 		if r != nil {
-			r.st().recordError(InternalError, info)
+			r.st().recordLast(InternalError, info)
 		}
 		return
 	}
