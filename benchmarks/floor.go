@@ -17,9 +17,10 @@ import (
 // reclaims a dropped root) and nothing the workload does not exercise: no
 // parallel branches, timers, error handlers, state, Stack memory, general
 // allocation (nodes are bump-allocated, as each workload frees all of them
-// before it allocates again) or interleaving of unrelated work. A floor is
-// not a usable VM: the difference between it and stepvm is the price of
-// the rest of FTN12.
+// before it allocates again) or interleaving of unrelated work. Its entry
+// points are not inlined into the benchmark, as a library's API is not. A
+// floor is not a usable VM: the difference between it and stepvm is the
+// price of the rest of FTN12.
 
 // floorNode is one instruction: pointer-free, as in an arena.
 type floorNode struct {
