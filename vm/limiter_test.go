@@ -51,9 +51,7 @@ func TestLimiterDefaults(t *testing.T) {
 		"C at 10: DefenseRejected Throttle queue limit",
 		"enter D", "leave D")
 	for i, f := range []*vm.Future{fa, fb, fc, fd} {
-		if want := []string{"ok", vm.DefenseRejected, vm.DefenseRejected, "ok"}[i]; syOutcome(t, f) != want {
-			t.Fatalf("flow %d: %s, want %s", i, syOutcome(t, f), want)
-		}
+		syWant(t, f, []string{"ok", vm.DefenseRejected, vm.DefenseRejected, "ok"}[i], "flow ", i)
 	}
 	syLimiterIdle(t, lm)
 	syIdle(t, l)
@@ -112,9 +110,7 @@ func TestLimiterBothLimits(t *testing.T) {
 		}
 	}
 	for i, f := range futs {
-		if o := syOutcome(t, f); o != "ok" {
-			t.Fatalf("flow %d: %s", i, o)
-		}
+		syWant(t, f, "ok", "flow ", i)
 	}
 	syLimiterIdle(t, lm)
 	syIdle(t, l)
@@ -139,9 +135,8 @@ func TestLimiterRateRejectReleases(t *testing.T) {
 	syStats(t, "B refused", c, 1, 0)
 	l.RunUntilIdle()
 	syExpect(t, &log, "enter A", "leave A")
-	if syOutcome(t, fa) != "ok" || syOutcome(t, fb) != vm.DefenseRejected {
-		t.Fatal("wrong outcomes")
-	}
+	syWant(t, fa, "ok", "A")
+	syWant(t, fb, vm.DefenseRejected, "B")
 	syLimiterIdle(t, lm)
 	syIdle(t, l)
 }
@@ -168,9 +163,7 @@ func TestLimiterReentry(t *testing.T) {
 	clk.Advance(100 * time.Millisecond)
 	l.RunUntilIdle()
 	syExpect(t, &log, "outer at 0", "nested at 0", "nested twice at 100")
-	if o := syOutcome(t, f); o != "ok" {
-		t.Fatal(o)
-	}
+	syWant(t, f, "ok")
 	syLimiterIdle(t, lm)
 	syIdle(t, l)
 }

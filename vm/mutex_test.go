@@ -26,9 +26,7 @@ func TestMutexFIFO(t *testing.T) {
 		"enter A", "leave A", "enter B", "leave B",
 		"enter C", "leave C", "enter D", "leave D")
 	for i, f := range futs {
-		if o := syOutcome(t, f); o != "ok" {
-			t.Fatalf("flow %d: %s", i, o)
-		}
+		syWant(t, f, "ok", "flow ", i)
 	}
 	syStats(t, "at the end", m.Stats(), 0, 0)
 	if s := m.Stats(); s.Entered != 4 || s.Rejected != 0 {
@@ -148,12 +146,8 @@ func TestMutexReentry(t *testing.T) {
 		"in sub-step loop 1",
 		"nested again",
 		"after: inside 0")
-	if o := syOutcome(t, f); o != "ok" {
-		t.Fatalf("re-entering flow: %s", o)
-	}
-	if o := syOutcome(t, of); o != vm.DefenseRejected {
-		t.Fatalf("other flow: %s, want DefenseRejected", o)
-	}
+	syWant(t, f, "ok", "re-entering flow")
+	syWant(t, of, vm.DefenseRejected, "other flow")
 	syStats(t, "at the end", m.Stats(), 0, 0)
 	syIdle(t, l)
 }
@@ -173,9 +167,7 @@ func TestMutexBranchesAreSeparateFlows(t *testing.T) {
 		f := root.Promise()
 		l.RunUntilIdle()
 		syExpect(t, &log, "enter b0", "leave b0", "enter b1", "leave b1", "enter b2", "leave b2")
-		if o := syOutcome(t, f); o != "ok" {
-			t.Fatal(o)
-		}
+		syWant(t, f, "ok")
 		syStats(t, "at the end", m.Stats(), 0, 0)
 		syIdle(t, l)
 	})
@@ -196,9 +188,7 @@ func TestMutexBranchesAreSeparateFlows(t *testing.T) {
 		clk.Advance(time.Second)
 		l.RunUntilIdle()
 		syExpect(t, &log, "section error Timeout: inside 1 queued 0")
-		if o := syOutcome(t, f); o != vm.Timeout {
-			t.Fatalf("flow: %s, want Timeout", o)
-		}
+		syWant(t, f, vm.Timeout, "flow")
 		syStats(t, "at the end", m.Stats(), 0, 0)
 		syIdle(t, l)
 	})
@@ -280,12 +270,8 @@ func TestMutexFaultInSection(t *testing.T) {
 				"A section handler "+tc.code+": inside 1 queued 1",
 				"A outer handler "+tc.code+": inside 1 queued 0",
 				"enter B", "leave B")
-			if o := syOutcome(t, fa); o != tc.code {
-				t.Fatalf("A: %s, want %s", o, tc.code)
-			}
-			if o := syOutcome(t, fb); o != "ok" {
-				t.Fatalf("B: %s", o)
-			}
+			syWant(t, fa, tc.code, "A")
+			syWant(t, fb, "ok", "B")
 			syStats(t, "at the end", m.Stats(), 0, 0)
 			syIdle(t, l)
 		})
@@ -310,9 +296,7 @@ func TestMutexHandlerRecovers(t *testing.T) {
 	f := root.Promise()
 	l.RunUntilIdle()
 	syExpect(t, &log, "next got 7, inside 0")
-	if o := syOutcome(t, f); o != "ok" {
-		t.Fatal(o)
-	}
+	syWant(t, f, "ok")
 	syIdle(t, l)
 }
 
@@ -347,9 +331,7 @@ func TestMutexCancel(t *testing.T) {
 	syExpect(t, &log, "enter A", "enter B", "enter E", "leave E")
 	for i, want := range []string{"canceled", "", "canceled", "", "ok"} {
 		if want != "" {
-			if o := syOutcome(t, futs[i]); o != want {
-				t.Fatalf("flow %d: %s, want %s", i, o, want)
-			}
+			syWant(t, futs[i], want, "flow ", i)
 		}
 	}
 	syStats(t, "at the end", m.Stats(), 0, 0)
@@ -381,17 +363,14 @@ func TestMutexTimeoutWhileQueued(t *testing.T) {
 	syStats(t, "B and C wait", m.Stats(), 1, 2)
 	clk.Advance(10 * time.Millisecond)
 	l.RunUntilIdle()
-	if o := syOutcome(t, fb); o != vm.Timeout {
-		t.Fatalf("B: %s, want Timeout", o)
-	}
+	syWant(t, fb, vm.Timeout, "B")
 	syStats(t, "B timed out", m.Stats(), 1, 1)
 	syPending(t, fa)
 	clk.Advance(40 * time.Millisecond)
 	l.RunUntilIdle()
 	syExpect(t, &log, "enter A", "leave A", "enter C", "leave C")
-	if syOutcome(t, fa) != "ok" || syOutcome(t, fc) != "ok" {
-		t.Fatal("A or C failed")
-	}
+	syWant(t, fa, "ok", "A")
+	syWant(t, fc, "ok", "C")
 	syStats(t, "at the end", m.Stats(), 0, 0)
 	syIdle(t, l)
 }
@@ -417,9 +396,7 @@ func TestMutexLoopControl(t *testing.T) {
 	f := root.Promise()
 	l.RunUntilIdle()
 	syExpect(t, &log, "0 inside 1", "1 inside 1", "2 inside 1", "after: inside 0")
-	if o := syOutcome(t, f); o != "ok" {
-		t.Fatal(o)
-	}
+	syWant(t, f, "ok")
 	syIdle(t, l)
 }
 
@@ -452,12 +429,8 @@ func TestSyncNilObject(t *testing.T) {
 			fb := bad.Promise()
 			l.RunUntilIdle()
 			syExpect(t, &log, "enter good", "leave good")
-			if o := syOutcome(t, fb); o != vm.InternalError {
-				t.Fatalf("bad flow: %s, want InternalError", o)
-			}
-			if o := syOutcome(t, fg); o != "ok" {
-				t.Fatalf("good flow: %s", o)
-			}
+			syWant(t, fb, vm.InternalError, "bad flow")
+			syWant(t, fg, "ok", "good flow")
 			syStats(t, "at the end", m.Stats(), 0, 0)
 			syIdle(t, l)
 		})
@@ -483,12 +456,8 @@ func TestMutexOtherLoop(t *testing.T) {
 	clk1.Advance(time.Millisecond)
 	l1.RunUntilIdle()
 	syExpect(t, &log, "enter A", "leave A")
-	if o := syOutcome(t, fa); o != "ok" {
-		t.Fatal(o)
-	}
-	if o := syOutcome(t, fb); o != vm.InternalError {
-		t.Fatalf("B: %s, want InternalError", o)
-	}
+	syWant(t, fa, "ok")
+	syWant(t, fb, vm.InternalError, "B")
 	syIdle(t, l1)
 	syIdle(t, l2)
 }
@@ -513,9 +482,8 @@ func TestMutexClone(t *testing.T) {
 	f1, f2 := c1.Promise(), c2.Promise()
 	l.RunUntilIdle()
 	syExpect(t, &log, "enter 5", "leave 5", "enter 5", "next 10", "leave 5", "next 10")
-	if syOutcome(t, f1) != "ok" || syOutcome(t, f2) != "ok" {
-		t.Fatal("a clone failed")
-	}
+	syWant(t, f1, "ok", "clone 1")
+	syWant(t, f2, "ok", "clone 2")
 	model.Release() // its steps hold arena memory
 	syIdle(t, l)
 }
@@ -601,9 +569,7 @@ func TestMutexHolderBranchFailsWaitingSibling(t *testing.T) {
 	f := root.Promise()
 	l.RunUntilIdle()
 	syExpect(t, &log, "enter A", "parallel handler Boom: inside 0 queued 0", "enter after", "leave after")
-	if o := syOutcome(t, f); o != "ok" {
-		t.Fatal(o)
-	}
+	syWant(t, f, "ok")
 	if s := m.Stats(); s.Entered != 3 {
 		t.Fatalf("%+v, want 3 entries (A, B admitted, after)", s)
 	}
@@ -642,9 +608,8 @@ func TestMutexCancelHandlerReleasesAdmitted(t *testing.T) {
 	a.Cancel()
 	l.RunUntilIdle()
 	syExpect(t, &log, "enter A", "A cancel: inside 1 queued 1", "enter W2", "leave W2")
-	if syOutcome(t, fa) != "canceled" || syOutcome(t, f2) != "ok" {
-		t.Fatal("wrong outcomes")
-	}
+	syWant(t, fa, "canceled", "A")
+	syWant(t, f2, "ok", "W2")
 	syStats(t, "at the end", m.Stats(), 0, 0)
 	a.Release()
 	w2.Release()

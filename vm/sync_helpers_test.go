@@ -48,6 +48,19 @@ func syCount(lines []string, s string) int {
 	return n
 }
 
+// syWant fails t unless f's flow ended with outcome want (as syOutcome
+// names it); who names the flow in the message (fmt.Sprint of its parts).
+func syWant(t *testing.T, f *vm.Future, want string, who ...any) {
+	t.Helper()
+	if o := syOutcome(t, f); o != want {
+		name := fmt.Sprint(who...)
+		if name == "" {
+			name = "flow"
+		}
+		t.Fatalf("%s: %s, want %s", name, o, want)
+	}
+}
+
 // syOutcome returns how a flow that must have completed ended: "ok", the
 // error code, or "canceled".
 func syOutcome(t *testing.T, f *vm.Future) string {

@@ -56,9 +56,7 @@ func TestThrottlePeriods(t *testing.T) {
 		"A at 0", "B at 0", "C at 100", "D at 100", "E at 200",
 		"F at 330", "G at 330", "H at 430")
 	for i, f := range futs {
-		if o := syOutcome(t, f); o != "ok" {
-			t.Fatalf("flow %d: %s", i, o)
-		}
+		syWant(t, f, "ok", "flow ", i)
 	}
 	if s := th.Stats(); s.Entered != 8 || s.Queued != 0 {
 		t.Fatalf("%+v", s)
@@ -97,9 +95,8 @@ func TestThrottleNestedCounted(t *testing.T) {
 	clk.Advance(100 * time.Millisecond)
 	l.RunUntilIdle()
 	syExpect(t, &log, "A at 0", "A nested at 0", "B at 100", "A nested twice at 100")
-	if syOutcome(t, fa) != "ok" || syOutcome(t, fb) != "ok" {
-		t.Fatal("a flow failed")
-	}
+	syWant(t, fa, "ok", "A")
+	syWant(t, fb, "ok", "B")
 	if s := th.Stats(); s.Entered != 4 {
 		t.Fatalf("%+v, want 4 entries", s)
 	}
@@ -179,9 +176,7 @@ func TestThrottleLeaveQueue(t *testing.T) {
 	clk.Advance(50 * time.Millisecond)
 	l.RunUntilIdle()
 	for i, want := range []string{"ok", vm.Timeout, "ok", "canceled", "ok"} {
-		if o := syOutcome(t, futs[i]); o != want {
-			t.Fatalf("flow %d: %s, want %s", i, o, want)
-		}
+		syWant(t, futs[i], want, "flow ", i)
 	}
 	syStats(t, "at the end", th.Stats(), 0, 0)
 	syIdle(t, l)
@@ -243,9 +238,7 @@ func TestThrottleFaultInSection(t *testing.T) {
 		"1 at 0", "1 handler InternalError: inside 2 queued 0",
 		"2 at 1000")
 	for i, want := range []string{"Boom", vm.InternalError, "ok"} {
-		if o := syOutcome(t, futs[i]); o != want {
-			t.Fatalf("flow %d: %s, want %s", i, o, want)
-		}
+		syWant(t, futs[i], want, "flow ", i)
 	}
 	clk.Advance(time.Second)
 	l.RunUntilIdle()
@@ -261,9 +254,7 @@ func TestThrottleOtherLoop(t *testing.T) {
 	root.Sync(th, func(vm.AsyncSteps, vm.Args) { t.Error("section ran") })
 	f := root.Promise()
 	l2.RunUntilIdle()
-	if o := syOutcome(t, f); o != vm.InternalError {
-		t.Fatalf("%s, want InternalError", o)
-	}
+	syWant(t, f, vm.InternalError)
 	if s := th.Stats(); s != (vm.SyncStats{}) {
 		t.Fatalf("%+v", s)
 	}
