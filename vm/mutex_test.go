@@ -66,8 +66,7 @@ func TestMutexMax(t *testing.T) {
 			t.Fatalf("entry %d: %q, want %q", i, line, want)
 		}
 	}
-	syStats(t, "at the end", m.Stats(), 0, 0)
-	syIdle(t, l)
+	syEnd(t, l, m.Stats())
 }
 
 // The section receives the values the Sync step receives, and the next
@@ -148,8 +147,7 @@ func TestMutexReentry(t *testing.T) {
 		"after: inside 0")
 	syWant(t, f, "ok", "re-entering flow")
 	syWant(t, of, vm.DefenseRejected, "other flow")
-	syStats(t, "at the end", m.Stats(), 0, 0)
-	syIdle(t, l)
+	syEnd(t, l, m.Stats())
 }
 
 // Branches of a Parallel step are separate flows: they exclude each other,
@@ -168,8 +166,7 @@ func TestMutexBranchesAreSeparateFlows(t *testing.T) {
 		l.RunUntilIdle()
 		syExpect(t, &log, "enter b0", "leave b0", "enter b1", "leave b1", "enter b2", "leave b2")
 		syWant(t, f, "ok")
-		syStats(t, "at the end", m.Stats(), 0, 0)
-		syIdle(t, l)
+		syEnd(t, l, m.Stats())
 	})
 	t.Run("no inherited lock", func(t *testing.T) {
 		l, clk := syLoop()
@@ -189,8 +186,7 @@ func TestMutexBranchesAreSeparateFlows(t *testing.T) {
 		l.RunUntilIdle()
 		syExpect(t, &log, "section error Timeout: inside 1 queued 0")
 		syWant(t, f, vm.Timeout, "flow")
-		syStats(t, "at the end", m.Stats(), 0, 0)
-		syIdle(t, l)
+		syEnd(t, l, m.Stats())
 	})
 }
 
@@ -272,8 +268,7 @@ func TestMutexFaultInSection(t *testing.T) {
 				"enter B", "leave B")
 			syWant(t, fa, tc.code, "A")
 			syWant(t, fb, "ok", "B")
-			syStats(t, "at the end", m.Stats(), 0, 0)
-			syIdle(t, l)
+			syEnd(t, l, m.Stats())
 		})
 	}
 }
@@ -371,8 +366,7 @@ func TestMutexTimeoutWhileQueued(t *testing.T) {
 	syExpect(t, &log, "enter A", "leave A", "enter C", "leave C")
 	syWant(t, fa, "ok", "A")
 	syWant(t, fc, "ok", "C")
-	syStats(t, "at the end", m.Stats(), 0, 0)
-	syIdle(t, l)
+	syEnd(t, l, m.Stats())
 }
 
 // Break and Continue leaving a section release it.
@@ -431,8 +425,7 @@ func TestSyncNilObject(t *testing.T) {
 			syExpect(t, &log, "enter good", "leave good")
 			syWant(t, fb, vm.InternalError, "bad flow")
 			syWant(t, fg, "ok", "good flow")
-			syStats(t, "at the end", m.Stats(), 0, 0)
-			syIdle(t, l)
+			syEnd(t, l, m.Stats())
 		})
 	}
 }

@@ -110,6 +110,14 @@ func syIdle(t *testing.T, l *vm.Loop) {
 	}
 }
 
+// syEnd fails t unless, at a test's end, no flow is inside or queued in the
+// primitive whose stats are s, and l is idle.
+func syEnd(t *testing.T, l *vm.Loop, s vm.SyncStats) {
+	t.Helper()
+	syStats(t, "at the end", s, 0, 0)
+	syIdle(t, l)
+}
+
 // syHold returns a section that logs "enter name" and keeps the flow inside
 // for one more turn, logging "leave name" then.
 func syHold(log *syLog, name string) vm.ExecFunc {

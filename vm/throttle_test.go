@@ -178,8 +178,7 @@ func TestThrottleLeaveQueue(t *testing.T) {
 	for i, want := range []string{"ok", vm.Timeout, "ok", "canceled", "ok"} {
 		syWant(t, futs[i], want, "flow ", i)
 	}
-	syStats(t, "at the end", th.Stats(), 0, 0)
-	syIdle(t, l)
+	syEnd(t, l, th.Stats())
 }
 
 // A flow that waits keeps the values it entered with, and the section's
