@@ -3,7 +3,6 @@
 package ffi_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -139,16 +138,7 @@ func TestForeignThread(t *testing.T) {
 	ctest.ForeignThread(ffi.Binary(root))
 	var got string
 	root.Add(func(as vm.AsyncSteps, args vm.Args) { got = args.String(0) })
-	f := root.Promise()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.Run(ctx)
-	}()
-	_, err := f.Wait(ctx)
-	cancel()
-	<-done
+	err := runFor(l, root.Promise())
 	if err != nil || got != "from another thread" {
 		t.Fatalf("flow = %v, %q", err, got)
 	}
@@ -181,16 +171,7 @@ func TestForeignThreadObject(t *testing.T) {
 	ctest.AddObjectThread(ffi.Binary(root))
 	var got *ffi.Object
 	root.Add(func(as vm.AsyncSteps, args vm.Args) { got, _ = args.Any(0).(*ffi.Object) })
-	f := root.Promise()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.Run(ctx)
-	}()
-	_, err := f.Wait(ctx)
-	cancel()
-	<-done
+	err := runFor(l, root.Promise())
 	if err != nil || got == nil || got.Data() != 7 {
 		t.Fatalf("flow = %v, object %v", err, got)
 	}

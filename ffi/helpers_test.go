@@ -36,6 +36,22 @@ func expectLines(t *testing.T, what string, got []string, want ...string) {
 	}
 }
 
+// runFor runs l on a goroutine of its own until f resolves, as a program
+// that completes steps from other threads does, and returns f's error once
+// Run has returned.
+func runFor(l *vm.Loop, f *vm.Future) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx)
+	}()
+	_, err := f.Wait(ctx)
+	cancel()
+	<-done
+	return err
+}
+
 // result returns the outcome of a flow whose Future must have resolved.
 func result(t *testing.T, f *vm.Future) (vm.Args, error) {
 	t.Helper()
