@@ -340,18 +340,8 @@ func TestNextDeadlineAligned(t *testing.T) {
 		want[i] = d
 		if r.Intn(3) == 0 {
 			// Fire whatever is due at the next deadline.
-			at, _ := w.NextDeadline()
-			now = at
-			for {
-				v, ok := w.Pop(now)
-				if !ok {
-					break
-				}
-				if want[v] != now {
-					t.Fatalf("timer %d due %d fired at %d", v, want[v], now)
-				}
-				delete(want, v)
-			}
+			now, _ = w.NextDeadline()
+			fireDue(t, w, now, want)
 		}
 	}
 	for iters := 0; w.Len() > 0; iters++ {
@@ -367,15 +357,22 @@ func TestNextDeadlineAligned(t *testing.T) {
 			t.Fatalf("NextDeadline = %d after earliest deadline %d", at, earliest)
 		}
 		now = at
-		for {
-			v, ok := w.Pop(now)
-			if !ok {
-				break
-			}
-			if want[v] != now {
-				t.Fatalf("timer %d due %d fired at %d", v, want[v], now)
-			}
-			delete(want, v)
+		fireDue(t, w, now, want)
+	}
+}
+
+// fireDue pops every timer of w due at now, each of which must be due
+// exactly then by want, and removes it from want.
+func fireDue(t *testing.T, w *Wheel, now int64, want map[uint64]int64) {
+	t.Helper()
+	for {
+		v, ok := w.Pop(now)
+		if !ok {
+			return
 		}
+		if want[v] != now {
+			t.Fatalf("timer %d due %d fired at %d", v, want[v], now)
+		}
+		delete(want, v)
 	}
 }
