@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/stepvm/stepvm/vm"
 )
@@ -279,5 +281,66 @@ func TestSemAsyncStackFromBranch(t *testing.T) {
 		if !strings.HasSuffix(names[i], w) {
 			t.Fatalf("AsyncStack = %q, want %q", names, want)
 		}
+	}
+}
+
+// Error through another step's handle from a cancel handler or Stack
+// destroy callback of the same flow is refused (misuse, recorded as
+// LastException only): the error being raised reaches the handlers with
+// its own ErrorInfo, not the refused call's.
+func TestSemRefusedErrorKeepsErrorInfo(t *testing.T) {
+	for _, how := range []string{"timeout", "parallel abort", "destroy"} {
+		t.Run(how, func(t *testing.T) {
+			l, clk := semLoop()
+			root := l.NewSteps()
+			var code, info string
+			var last error
+			// outer has a running sub-step when the callback calls its Error.
+			refused := func(outer vm.AsyncSteps) { outer.Error("Refused", "the refused call's info") }
+			root.Add(func(outer vm.AsyncSteps, _ vm.Args) {
+				switch how {
+				case "timeout":
+					outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) { refused(outer) })
+						as.SetTimeout(time.Millisecond)
+					})
+				case "parallel abort":
+					p := outer.Parallel()
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) { refused(outer) })
+						as.WaitExternal()
+					})
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Raised", "the raised error's info") })
+					})
+				case "destroy":
+					outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.StackRaw(8, func(unsafe.Pointer) { refused(outer) })
+						as.Error("Raised", "the raised error's info")
+					})
+				}
+			}, func(as vm.AsyncSteps, c string) {
+				code, info, last = c, as.State().ErrorInfo(), as.State().LastException()
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			clk.Advance(time.Millisecond)
+			l.RunUntilIdle()
+			wantCode, wantInfo := "Raised", "the raised error's info"
+			if how == "timeout" {
+				wantCode, wantInfo = vm.Timeout, ""
+			}
+			var e *vm.Error
+			if code != wantCode || info != wantInfo || !errors.As(last, &e) || e.Code != vm.InternalError {
+				t.Fatalf("handler saw %q, ErrorInfo %q, LastException %v; want %q, %q, the refused call", code, info, last, wantCode, wantInfo)
+			}
+			if e := semFail(t, f, wantCode); e.Info != wantInfo {
+				t.Fatalf("Future's error info = %q, want %q", e.Info, wantInfo)
+			}
+			root.Release()
+			if st := l.Stats(); st.ArenaInUse != 0 || st.RunningRoots != 0 || st.Timers != 0 {
+				t.Fatalf("after the flow: %+v", st)
+			}
+		})
 	}
 }

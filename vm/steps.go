@@ -386,10 +386,10 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		inf = "Error(" + code + ") after sub-steps were added: a step with sub-steps completes when they do"
 		code = InternalError
 	}
-	if n.Flags&opcodes.FlagCanceling == 0 {
-		r.st().recordError(code, inf)
-	}
 	if frameID(n) == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
+		if n.Flags&opcodes.FlagCanceling == 0 {
+			r.st().recordError(code, inf)
+		}
 		l.pend.code = code
 		panic(unwindError)
 	}
@@ -404,6 +404,9 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		l.misuse(r, "Error from a cancel handler or Stack destroy callback of the same flow")
 		return
 	}
+	// Recorded only once it is raised: a refused Error must not replace
+	// the ErrorInfo of the error a cancel handler's unwinding carries.
+	r.st().recordError(code, inf)
 	l.raise(r, threadOf(n), code)
 }
 
