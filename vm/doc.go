@@ -63,8 +63,9 @@
 // A panic in a step function or error handler becomes an error of its
 // flow: InternalError with the panic value as LastException and its text
 // as ErrorInfo, except panic(*Error), which raises that error's code and
-// info. A panic in a cancel handler or a Stack destroy callback is only
-// recorded as LastException: the flow is already ending. Such a callback
+// info (InternalError if it has no code or is nil, as Error("") does). A
+// panic in a cancel handler or a Stack destroy callback is only recorded
+// as LastException: the flow is already ending. Such a callback
 // runs while the VM holds frames of its flow: calls through the handle of
 // the step being torn down do nothing, Error through another step's handle
 // of the same flow is misuse (recorded as LastException only, like any

@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -342,5 +343,53 @@ func TestSemRefusedErrorKeepsErrorInfo(t *testing.T) {
 				t.Fatalf("after the flow: %+v", st)
 			}
 		})
+	}
+}
+
+// A panic with a *vm.Error that has no code (or a nil one) is InternalError,
+// as Error("") is, with that error's info: it neither ends the flow as a
+// success nor crashes the loop, and LastException is a usable *vm.Error.
+func TestSemPanicCodelessVMError(t *testing.T) {
+	for _, where := range []string{"step", "error handler", "cancel handler"} {
+		for _, val := range []*vm.Error{{Info: "no code"}, nil} {
+			t.Run(fmt.Sprintf("%s/%v", where, val != nil), func(t *testing.T) {
+				l, clk := semLoop()
+				root := l.NewSteps()
+				var code, info string
+				var last error
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					switch where {
+					case "step":
+						as.Add(func(vm.AsyncSteps, vm.Args) { panic(val) })
+					case "error handler":
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("First") },
+							func(vm.AsyncSteps, string) { panic(val) })
+					case "cancel handler":
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+							as.SetCancel(func(vm.AsyncSteps) { panic(val) })
+							as.SetTimeout(time.Millisecond)
+						})
+					}
+				}, func(as vm.AsyncSteps, c string) {
+					code, info, last = c, as.State().ErrorInfo(), as.State().LastException()
+				})
+				f := root.Promise()
+				l.RunUntilIdle()
+				clk.Advance(time.Millisecond)
+				l.RunUntilIdle()
+				wantCode := vm.InternalError
+				if where == "cancel handler" { // recorded only: the timeout is raised
+					wantCode = vm.Timeout
+				}
+				semFail(t, f, wantCode)
+				var e *vm.Error
+				if code != wantCode || !errors.As(last, &e) || e == nil || e.Code != vm.InternalError || last.Error() == "" {
+					t.Fatalf("handler saw %q, LastException %#v; want %q, an InternalError *vm.Error", code, last, wantCode)
+				}
+				if val != nil && e.Info != val.Info || where != "cancel handler" && info != e.Info {
+					t.Fatalf("ErrorInfo %q, LastException's info %q; want %q", info, e.Info, "no code")
+				}
+			})
+		}
 	}
 }

@@ -98,6 +98,9 @@ func (s *State) recordLast(code, info string) {
 }
 
 func (s *State) recordPanic(v any) {
+	if e, ok := v.(*Error); ok && (e == nil || e.Code == "") {
+		v = codeless(e)
+	}
 	s.lastPanic, s.hasLast = v, true
 }
 
