@@ -59,9 +59,9 @@ func (f *Future) resolve(args Args, err error) {
 
 // Await adds a step that runs fn on its own goroutine and succeeds with its
 // value (FTN12 1.13). fn's context is canceled when the step is canceled or
-// times out. A *Error from fn keeps its code; any other error becomes
-// InternalError with the error's text as ErrorInfo; a panic in fn becomes
-// InternalError as well.
+// times out. A *Error from fn keeps its code (a nil one is InternalError,
+// as a panic with it is); any other error becomes InternalError with the
+// error's text as ErrorInfo; a panic in fn becomes InternalError as well.
 func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError ...ErrorFunc) AsyncSteps {
 	if fn == nil {
 		as.misuse("Await with a nil function")
@@ -80,6 +80,9 @@ func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError 
 			}
 			var e *Error
 			if errors.As(err, &e) {
+				if e == nil { // a nil *Error returned as an error: it is one
+					e = codeless(e)
+				}
 				res.Error(e.Code, e.Info)
 			} else {
 				res.Error(InternalError, err.Error())

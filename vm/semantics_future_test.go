@@ -134,6 +134,11 @@ func TestSemAwaitErrors(t *testing.T) {
 			return vm.Value{}, errors.New("disk on fire")
 		}, vm.InternalError, "disk on fire"},
 		{"panic", func(context.Context) (vm.Value, error) { panic("await panic") }, vm.InternalError, ""},
+		{"nil vm error", func(context.Context) (vm.Value, error) {
+			var e *vm.Error // a non-nil error holding a nil *vm.Error
+			return vm.Value{}, e
+		}, vm.InternalError, "panic with a nil *Error"},
+		{"nil vm error panic", func(context.Context) (vm.Value, error) { panic((*vm.Error)(nil)) }, vm.InternalError, "panic with a nil *Error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
