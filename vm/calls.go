@@ -53,9 +53,11 @@ func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) any {
 // fn does not escape, so the closures above stay on the stack.
 func (l *Loop) callTeardown(fn func()) (p any) {
 	prev := l.enter(0)
+	pend := l.pend // fn's unwinding is dropped: it must not replace one in flight (see handleError)
 	l.teardown++
 	defer func() {
 		p = recover()
+		l.pend = pend
 		l.teardown--
 		l.leave(prev)
 	}()

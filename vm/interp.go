@@ -52,17 +52,18 @@ const (
 	outContinue
 )
 
-// classify turns what a protected call recovered into an outcome. Errors
-// are recorded in r's state; the code (or loop label) is returned.
-func (l *Loop) classify(r *root, p any) (outcome, string) {
+// classify turns what a protected call recovered into an outcome, pd
+// being what an unwinding sentinel carries. Errors are recorded in r's
+// state; the code (or loop label) is returned.
+func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 	switch v := p.(type) {
 	case nil:
 		return outReturn, ""
 	case *unwinding:
 		if v.what == outError {
-			return outError, l.pend.code
+			return outError, pd.code
 		}
-		return v.what, l.pend.label
+		return v.what, pd.label
 	case *Error:
 		if v == nil || v.Code == "" {
 			v = codeless(v)
@@ -275,7 +276,7 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 	n := as.n
 	alive := n.Seq == as.seq
 	if p != nil {
-		out, code := l.classify(r, p)
+		out, code := l.classify(r, p, &l.pend)
 		switch out {
 		case outError:
 			l.raise(r, th, code)
@@ -479,7 +480,14 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	f.Flags |= opcodes.FlagInError
 	prevTh := l.errTh
 	l.errTh = th
+	// The handler's unwinding must not replace what an unwinding in flight
+	// carries: Error through a waiting step's handle from a deferred
+	// function of a step that is unwinding with an Error of its own runs
+	// this handler nested in that unwinding.
+	outer := l.pend
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
+	pd := l.pend
+	l.pend = outer
 	l.errTh = prevTh
 	if r.runEpoch != epoch {
 		return "", true
@@ -489,14 +497,14 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		// Success ended is freed, and its memory may serve another node
 		// already (a Stack destroy callback run on the way allocates).
 		if p != nil && th.Seq == thSeq {
-			if out, c := l.classify(r, p); out == outError {
+			if out, c := l.classify(r, p, &pd); out == outError {
 				l.raise(r, th, c)
 			}
 		}
 		return "", true // Success: the flow goes on after f
 	}
 	f.Flags &^= opcodes.FlagInError
-	out, c := l.classify(r, p)
+	out, c := l.classify(r, p, &pd)
 	switch out {
 	case outReturn:
 		if f.Head != 0 {

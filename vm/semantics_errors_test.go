@@ -393,3 +393,46 @@ func TestSemPanicCodelessVMError(t *testing.T) {
 		}
 	}
 }
+
+// An Error in flight keeps its code when a deferred function of the
+// failing step makes another flow unwind first, whose error or cancel
+// handler calls Error in turn.
+func TestSemErrorCodeSurvivesNestedUnwinding(t *testing.T) {
+	for _, how := range []string{"error handler", "cancel handler"} {
+		t.Run(how, func(t *testing.T) {
+			l, _ := semLoop()
+			other := l.NewSteps()
+			var waiting vm.AsyncSteps
+			other.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				waiting = as
+				as.SetCancel(func(as vm.AsyncSteps) { as.Error("OtherCancel") })
+				as.WaitExternal()
+			}, func(as vm.AsyncSteps, code string) { as.Error("OtherHandler", "the other flow's") })
+			fo := other.Promise()
+			l.RunUntilIdle()
+			root := l.NewSteps()
+			var code, info string
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				if how == "error handler" {
+					defer waiting.Error("Other")
+				} else {
+					defer other.Cancel()
+				}
+				as.Error("Mine", "this flow's")
+			}, func(as vm.AsyncSteps, c string) { code, info = c, as.State().ErrorInfo() })
+			f := root.Promise()
+			l.RunUntilIdle()
+			if code != "Mine" || info != "this flow's" {
+				t.Fatalf("handler saw %q, ErrorInfo %q; want Mine, this flow's", code, info)
+			}
+			if e := semFail(t, f, "Mine"); e.Info != "this flow's" {
+				t.Fatalf("Future's info = %q", e.Info)
+			}
+			if how == "error handler" {
+				semFail(t, fo, "OtherHandler")
+			} else if _, err := semResult(t, fo); !errors.Is(err, vm.ErrCanceled) {
+				t.Fatalf("the other flow ended with %v, want ErrCanceled", err)
+			}
+		})
+	}
+}
