@@ -387,6 +387,8 @@ func TestForeignMisuseInStep(t *testing.T) {
 		{"Tool", func(as vm.AsyncSteps, _ vm.Args) { as.Tool().Immediate(func() {}) }, vm.InternalError, false},
 		{"panic", func(vm.AsyncSteps, vm.Args) { panic("boom") }, vm.InternalError, false},
 		{"panic *vm.Error", func(vm.AsyncSteps, vm.Args) { panic(&vm.Error{Code: "Custom"}) }, "Custom", false},
+		{"panic *vm.Error with no code", func(vm.AsyncSteps, vm.Args) { panic(&vm.Error{Info: "x"}) }, vm.InternalError, false},
+		{"panic nil *vm.Error", func(vm.AsyncSteps, vm.Args) { panic((*vm.Error)(nil)) }, vm.InternalError, false},
 		{"Error with no code", func(as vm.AsyncSteps, _ vm.Args) { as.Error("") }, vm.InternalError, false},
 	}
 	for _, c := range cases {
