@@ -245,3 +245,32 @@ func ExampleLoop_Spawn() {
 	// NotFound: request 2
 	// live roots: 0 pooled: 3 arena bytes in use: 0
 }
+
+// A step function that recovers panics of its own lets the VM's unwinding
+// pass: Error, Break and Continue unwind with a panic that IsUnwinding
+// reports.
+func ExampleIsUnwinding() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		defer func() {
+			if p := recover(); p != nil {
+				if vm.IsUnwinding(p) {
+					panic(p) // Error's: the VM's to handle
+				}
+				fmt.Println("recovered", p)
+			}
+		}()
+		as.Error("Denied", "not allowed")
+	}, func(as vm.AsyncSteps, code string) {
+		fmt.Println("handler:", code, as.State().ErrorInfo())
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	_, err := f.Wait(context.Background())
+	fmt.Println("flow:", err)
+	root.Release()
+	// Output:
+	// handler: Denied not allowed
+	// flow: Denied: not allowed
+}

@@ -99,10 +99,10 @@ func WrapForeign(f Foreign) AsyncSteps {
 // behind a handle WrapForeign made, and nil for any other handle.
 func ForeignOf(as AsyncSteps) Foreign { return as.foreign() }
 
-// IsUnwinding exists for foreign-function bindings: it reports whether p,
-// recovered from a Go function that a foreign engine called, is the
-// sentinel with which Error, Break or Continue unwind that function (see
-// Foreign.Error).
+// IsUnwinding reports whether p, recovered in a step function or in a Go
+// function that a foreign engine called, is the sentinel with which Error,
+// Break or Continue unwind that function (see Foreign.Error): a function
+// that recovers panics of its own must re-panic with it.
 func IsUnwinding(p any) bool {
 	_, ok := p.(*unwinding)
 	return ok

@@ -359,7 +359,9 @@ func (as AsyncSteps) Success(vals ...Value) {
 
 // Error completes the step with an error: code goes to the error handlers
 // (FTN12 1.2) and info becomes the state's ErrorInfo. Inside the step's
-// function or error handler it does not return: it unwinds to the VM.
+// function or error handler it does not return: it unwinds to the VM with
+// a panic the function must let pass (IsUnwinding reports it); a deferred
+// recover that swallows it leaves the step to end by implicit success.
 // Called from elsewhere on the loop (say, a timer callback while the step
 // waits for an external event) it delivers the error and returns.
 func (as AsyncSteps) Error(code string, info ...string) {
