@@ -292,13 +292,9 @@ func TestSemAsyncStackFromBranch(t *testing.T) {
 func TestSemRefusedErrorKeepsErrorInfo(t *testing.T) {
 	for _, how := range []string{"timeout", "parallel abort", "destroy"} {
 		t.Run(how, func(t *testing.T) {
-			l, clk := semLoop()
-			root := l.NewSteps()
-			var code, info string
-			var last error
 			// outer has a running sub-step when the callback calls its Error.
 			refused := func(outer vm.AsyncSteps) { outer.Error("Refused", "the refused call's info") }
-			root.Add(func(outer vm.AsyncSteps, _ vm.Args) {
+			l, root, seen, f := semHandled(func(_, outer vm.AsyncSteps) {
 				switch how {
 				case "timeout":
 					outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
@@ -320,21 +316,12 @@ func TestSemRefusedErrorKeepsErrorInfo(t *testing.T) {
 						as.Error("Raised", "the raised error's info")
 					})
 				}
-			}, func(as vm.AsyncSteps, c string) {
-				code, info, last = c, as.State().ErrorInfo(), as.State().LastException()
 			})
-			f := root.Promise()
-			l.RunUntilIdle()
-			clk.Advance(time.Millisecond)
-			l.RunUntilIdle()
 			wantCode, wantInfo := "Raised", "the raised error's info"
 			if how == "timeout" {
 				wantCode, wantInfo = vm.Timeout, ""
 			}
-			var e *vm.Error
-			if code != wantCode || info != wantInfo || !errors.As(last, &e) || e.Code != vm.InternalError {
-				t.Fatalf("handler saw %q, ErrorInfo %q, LastException %v; want %q, %q, the refused call", code, info, last, wantCode, wantInfo)
-			}
+			seen.expectRecorded(t, wantCode, wantInfo, "sub-steps are running")
 			if e := semFail(t, f, wantCode); e.Info != wantInfo {
 				t.Fatalf("Future's error info = %q, want %q", e.Info, wantInfo)
 			}
@@ -353,11 +340,7 @@ func TestSemPanicCodelessVMError(t *testing.T) {
 	for _, where := range []string{"step", "error handler", "cancel handler"} {
 		for _, val := range []*vm.Error{{Info: "no code"}, nil} {
 			t.Run(fmt.Sprintf("%s/%v", where, val != nil), func(t *testing.T) {
-				l, clk := semLoop()
-				root := l.NewSteps()
-				var code, info string
-				var last error
-				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				_, _, seen, f := semHandled(func(_, as vm.AsyncSteps) {
 					switch where {
 					case "step":
 						as.Add(func(vm.AsyncSteps, vm.Args) { panic(val) })
@@ -370,24 +353,18 @@ func TestSemPanicCodelessVMError(t *testing.T) {
 							as.SetTimeout(time.Millisecond)
 						})
 					}
-				}, func(as vm.AsyncSteps, c string) {
-					code, info, last = c, as.State().ErrorInfo(), as.State().LastException()
 				})
-				f := root.Promise()
-				l.RunUntilIdle()
-				clk.Advance(time.Millisecond)
-				l.RunUntilIdle()
 				wantCode := vm.InternalError
 				if where == "cancel handler" { // recorded only: the timeout is raised
 					wantCode = vm.Timeout
 				}
 				semFail(t, f, wantCode)
 				var e *vm.Error
-				if code != wantCode || !errors.As(last, &e) || e == nil || e.Code != vm.InternalError || last.Error() == "" {
-					t.Fatalf("handler saw %q, LastException %#v; want %q, an InternalError *vm.Error", code, last, wantCode)
+				if seen.code != wantCode || !errors.As(seen.last, &e) || e == nil || e.Code != vm.InternalError || seen.last.Error() == "" {
+					t.Fatalf("handler saw %q, LastException %#v; want %q, an InternalError *vm.Error", seen.code, seen.last, wantCode)
 				}
-				if val != nil && e.Info != val.Info || where != "cancel handler" && info != e.Info {
-					t.Fatalf("ErrorInfo %q, LastException's info %q; want %q", info, e.Info, "no code")
+				if val != nil && e.Info != val.Info || where != "cancel handler" && seen.info != e.Info {
+					t.Fatalf("ErrorInfo %q, LastException's info %q; want %q", seen.info, e.Info, "no code")
 				}
 			})
 		}

@@ -272,3 +272,39 @@ func semNextRootWorks(t *testing.T, l *vm.Loop) {
 	}
 	next.Release()
 }
+
+// semSeen is what an error handler saw of the error it handles.
+type semSeen struct {
+	code, info string
+	last       error
+}
+
+// semHandled runs a root whose one step is body, with an error handler
+// that records what it sees, through a pass, a millisecond (a timeout's)
+// and a pass. It returns the loop, the root, what the handler saw and the
+// flow's Future.
+func semHandled(body func(root, as vm.AsyncSteps)) (*vm.Loop, vm.AsyncSteps, semSeen, *vm.Future) {
+	l, clk := semLoop()
+	root := l.NewSteps()
+	var seen semSeen
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { body(root, as) }, func(as vm.AsyncSteps, code string) {
+		seen = semSeen{code, as.State().ErrorInfo(), as.State().LastException()}
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	clk.Advance(time.Millisecond)
+	l.RunUntilIdle()
+	return l, root, seen, f
+}
+
+// expectRecorded fails t unless the handler saw code and info, the error
+// raised, with LastException an InternalError whose info mentions words:
+// what was recorded only, during the unwinding.
+func (s semSeen) expectRecorded(t *testing.T, code, info string, words ...string) {
+	t.Helper()
+	var e *vm.Error
+	if s.code != code || s.info != info || !errors.As(s.last, &e) || e.Code != vm.InternalError {
+		t.Fatalf("handler saw %q, ErrorInfo %q, LastException %v; want %q, %q and an InternalError", s.code, s.info, s.last, code, info)
+	}
+	semInfoMentions(t, e.Info, words...)
+}
