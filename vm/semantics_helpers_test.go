@@ -243,6 +243,23 @@ func addUnwound(root vm.AsyncSteps, how string, nested vm.ExecFunc, log *semLog)
 	root.Add(log.step("next never"))
 }
 
+// semUnwind executes root, runs l until it waits, then unwinds it as how
+// says: Cancel for "cancel", a millisecond for "timeout" (a step's), and
+// nothing for any other how (an abort the flow raised itself). It returns
+// the flow's Future once l is idle again.
+func semUnwind(l *vm.Loop, clk *vm.ManualClock, root vm.AsyncSteps, how string) *vm.Future {
+	f := root.Promise()
+	l.RunUntilIdle()
+	switch how {
+	case "cancel":
+		root.Cancel()
+	case "timeout":
+		clk.Advance(time.Millisecond)
+	}
+	l.RunUntilIdle()
+	return f
+}
+
 // semResumerWait starts a root whose one step waits for its Resumer, and
 // runs the loop until it waits.
 func semResumerWait() (*vm.Loop, vm.AsyncSteps, *vm.Future, vm.Resumer) {

@@ -595,15 +595,7 @@ func TestSemMisuseInCancelHandler(t *testing.T) {
 					}, func(as vm.AsyncSteps, code string) { log.add("inner handler %s", code) })
 				}
 				addUnwound(root, how, nested, &log)
-				f := root.Promise()
-				l.RunUntilIdle()
-				switch how {
-				case "cancel":
-					root.Cancel()
-				case "timeout":
-					clk.Advance(time.Millisecond)
-				}
-				l.RunUntilIdle()
+				f := semUnwind(l, clk, root, how)
 				clk.Advance(time.Hour)
 				l.RunUntilIdle()
 				counts := map[string]int{}

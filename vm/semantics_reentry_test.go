@@ -301,15 +301,7 @@ func TestSemCancelHandlerFailsSiblingBranch(t *testing.T) {
 					as.Add(log.step(name))
 				}
 			})
-			f := root.Promise()
-			l.RunUntilIdle()
-			switch how {
-			case "cancel":
-				root.Cancel()
-			case "timeout":
-				clk.Advance(time.Millisecond)
-			}
-			l.RunUntilIdle()
+			f := semUnwind(l, clk, root, how)
 			switch how {
 			case "cancel":
 				semExpect(t, &log, "touch", "sibling cancel")
