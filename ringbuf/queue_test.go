@@ -3,7 +3,6 @@ package ringbuf
 import (
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -167,21 +166,8 @@ func TestQueueDrainZeroes(t *testing.T) {
 func TestQueueConcurrent(t *testing.T) {
 	const producers, items = 4, 100_000
 	q := NewQueue[token](8) // small, so the overflow path is exercised
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Go(func() {
-			for i := range items {
-				q.Push(token{a: uint32(p), b: uint32(i)})
-			}
-		})
-	}
-	var next [producers]uint32
-	check := func(tk *token) {
-		if tk.b != next[tk.a] {
-			t.Fatalf("producer %d: got item %d, want %d", tk.a, tk.b, next[tk.a])
-		}
-		next[tk.a]++
-	}
+	wg := produce(producers, items, q.Push)
+	check := inOrder(t, producers)
 	for got := 0; got < producers*items; {
 		n := q.Drain(check)
 		if n == 0 {
@@ -202,32 +188,22 @@ func TestQueueHandshake(t *testing.T) {
 	q := NewQueue[token](4)
 	var sleeping atomic.Int32
 	wake := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Go(func() {
-			for i := range items {
-				q.Push(token{a: uint32(p), b: uint32(i)})
-				if sleeping.Load() == 1 {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				}
-				if i%64 == 0 {
-					runtime.Gosched() // let the consumer catch up and sleep
-				}
+	wg := produce(producers, items, func(tk token) {
+		q.Push(tk)
+		if sleeping.Load() == 1 {
+			select {
+			case wake <- struct{}{}:
+			default:
 			}
-		})
-	}
-	var next [producers]uint32
+		}
+		if tk.b%64 == 0 {
+			runtime.Gosched() // let the consumer catch up and sleep
+		}
+	})
+	check := inOrder(t, producers)
 	got, sleeps := 0, 0
 	for got < producers*items {
-		got += q.Drain(func(tk *token) {
-			if tk.b != next[tk.a] {
-				t.Fatalf("producer %d: got item %d, want %d", tk.a, tk.b, next[tk.a])
-			}
-			next[tk.a]++
-		})
+		got += q.Drain(check)
 		sleeping.Store(1)
 		if q.Empty() && got < producers*items {
 			<-wake
@@ -301,21 +277,11 @@ func TestQueueReleasesLargeOverflow(t *testing.T) {
 func TestQueueConcurrentDrainPanics(t *testing.T) {
 	const producers, items = 4, 50_000
 	q := NewQueue[token](4)
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Go(func() {
-			for i := range items {
-				q.Push(token{a: uint32(p), b: uint32(i)})
-			}
-		})
-	}
-	var next [producers]uint32
+	wg := produce(producers, items, q.Push)
+	check := inOrder(t, producers)
 	got := 0
 	fn := func(tk *token) {
-		if tk.b != next[tk.a] {
-			t.Fatalf("producer %d: got item %d, want %d", tk.a, tk.b, next[tk.a])
-		}
-		next[tk.a]++
+		check(tk)
 		got++
 		if got%97 == 0 {
 			panic(got)

@@ -136,30 +136,48 @@ func TestRingConsumePanic(t *testing.T) {
 	}
 }
 
-func TestRingConcurrent(t *testing.T) {
-	const producers, items = 4, 100_000
-	r := NewRing[token](16)
+// produce starts producers goroutines; producer p pushes the tokens
+// {a: p, b: 0, 1, ... items-1} in that order, each through push.
+func produce(producers, items int, push func(token)) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Go(func() {
 			for i := range items {
-				for !r.TryPush(token{a: uint32(p), b: uint32(i)}) {
-					runtime.Gosched()
-				}
+				push(token{a: uint32(p), b: uint32(i)})
 			}
 		})
 	}
-	var next [producers]uint32
+	return &wg
+}
+
+// inOrder returns a check that fails t unless the tokens of each of
+// producers arrive in the order produce pushed them.
+func inOrder(t *testing.T, producers int) func(*token) {
+	next := make([]uint32, producers)
+	return func(tk *token) {
+		if tk.b != next[tk.a] {
+			t.Fatalf("producer %d: got item %d, want %d", tk.a, tk.b, next[tk.a])
+		}
+		next[tk.a]++
+	}
+}
+
+func TestRingConcurrent(t *testing.T) {
+	const producers, items = 4, 100_000
+	r := NewRing[token](16)
+	wg := produce(producers, items, func(tk token) {
+		for !r.TryPush(tk) {
+			runtime.Gosched()
+		}
+	})
+	check := inOrder(t, producers)
 	for got := 0; got < producers*items; {
 		tk, ok := r.TryPop()
 		if !ok {
 			runtime.Gosched()
 			continue
 		}
-		if tk.b != next[tk.a] {
-			t.Fatalf("producer %d: got item %d, want %d", tk.a, tk.b, next[tk.a])
-		}
-		next[tk.a]++
+		check(&tk)
 		got++
 	}
 	wg.Wait()
