@@ -72,10 +72,11 @@
 // misuse there: ErrorInfo stays that of the error being raised), and a
 // Cancel or Release of its own root from a destroy callback takes effect
 // in the loop's next turn. API misuse (Success or Error from a step after
-// it added sub-steps, Success twice,
-// calls through the handle of a step that has ended, Execute on a running
-// root, Add on a running root from outside, running the loop from inside
-// one of its own steps) raises InternalError with a descriptive ErrorInfo
+// it added sub-steps, Success twice, a function that recovers the panic
+// with which Error, Break or Continue unwind it and goes on, calls
+// through the handle of a step that has ended, Execute on a running root,
+// Add on a running root from outside, running the loop from inside one of
+// its own steps) raises InternalError with a descriptive ErrorInfo
 // in the flow that made the call (FTN12 2.1).
 //
 // # Loops

@@ -77,6 +77,24 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 	return outError, InternalError
 }
 
+// swallowed reports whether the function of frame n, which returned,
+// called Error, Break or Continue before: it recovered their panic and went
+// on, whatever it did next (added steps, waited, returned for implicit
+// success) is not what its flow may act on. The flow's state then records
+// InternalError, which the caller raises.
+func (l *Loop) swallowed(r *root, n *Node) bool {
+	if n.Flags&opcodes.FlagRaised == 0 {
+		return false
+	}
+	n.Flags &^= opcodes.FlagRaised
+	r.st().recordError(InternalError, "the step's function returned after Error, Break or Continue: "+swallowedInfo)
+	return true
+}
+
+// swallowedInfo says what a function that swallows the VM's unwinding did
+// wrong.
+const swallowedInfo = "it recovered the panic with which they unwind; a recover must re-panic what IsUnwinding reports"
+
 // codeless returns the error a panic with e, a *Error without a code (or
 // nil), raises: InternalError with e's info, as Error("") does. A flow
 // must not end with no code, which reads as success, nor LastException
@@ -232,7 +250,7 @@ func (l *Loop) step(r *root, th *Node) {
 				}
 				return
 			}
-			if n.Flags&opcodes.FlagWait != 0 {
+			if n.Flags&(opcodes.FlagWait|opcodes.FlagRaised) == opcodes.FlagWait {
 				return // the next common case: the step waits (as in after)
 			}
 		}
@@ -276,6 +294,9 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 	n := as.n
 	alive := n.Seq == as.seq
 	if p != nil {
+		if alive {
+			n.Flags &^= opcodes.FlagRaised // the unwinding reached the VM
+		}
 		out, code := l.classify(r, p, &l.pend)
 		switch out {
 		case outError:
@@ -289,6 +310,10 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 	}
 	if !alive || top(th) != n {
 		return // completed or unwound during the call
+	}
+	if l.swallowed(r, n) {
+		l.raise(r, th, InternalError)
+		return
 	}
 	if n.Head != 0 {
 		l.schedule(r, th, nil)
@@ -503,7 +528,11 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		}
 		return "", true // Success: the flow goes on after f
 	}
-	f.Flags &^= opcodes.FlagInError
+	if p == nil && l.swallowed(r, f) {
+		p = unwindError
+		pd.code = InternalError
+	}
+	f.Flags &^= opcodes.FlagInError | opcodes.FlagRaised
 	out, c := l.classify(r, p, &pd)
 	switch out {
 	case outReturn:
@@ -678,7 +707,7 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 		l.complete(r, th, L, nil)
 		return
 	}
-	if live && n.Head != 0 {
+	if live && n.Head != 0 && n.Flags&opcodes.FlagRaised == 0 {
 		l.schedule(r, th, nil) // after's common case in line: the body added steps
 		return
 	}

@@ -109,5 +109,6 @@ func (as AsyncSteps) loopCtl(u *unwinding, label []string) {
 	if len(label) > 0 {
 		l.pend.label = label[0]
 	}
+	n.Flags |= opcodes.FlagRaised // see swallowed
 	panic(u)
 }

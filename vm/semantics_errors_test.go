@@ -413,3 +413,86 @@ func TestSemErrorCodeSurvivesNestedUnwinding(t *testing.T) {
 		})
 	}
 }
+
+// swallow runs f and recovers whatever it panics with: the mistake of a
+// step that recovers the VM's unwinding and carries on.
+func swallow(f func()) {
+	defer func() { _ = recover() }()
+	f()
+}
+
+// A step function (or error handler, or loop body) that recovers the panic
+// with which Error, Break or Continue unwind and then returns has broken
+// their contract: its flow ends with InternalError, not as the step's code
+// would have it (implicit success, a wait, sub-steps, a new code).
+func TestSemSwallowedUnwindingIsInternalError(t *testing.T) {
+	after := func(log *semLog) vm.ExecFunc { return log.step("after") }
+	for _, tc := range []struct {
+		name  string
+		build func(root vm.AsyncSteps, log *semLog)
+	}{
+		{"Error in a step", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { swallow(func() { as.Error("E") }) })
+			root.Add(after(log))
+		}},
+		{"Error in a waiting step", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.WaitExternal()
+				swallow(func() { as.Error("E") })
+			})
+			root.Add(after(log))
+		}},
+		{"Error then Add", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				swallow(func() { as.Error("E") })
+				as.Add(log.step("sub-step"))
+			})
+			root.Add(after(log))
+		}},
+		{"Error then Success", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				swallow(func() { as.Error("E") })
+				as.Success()
+			})
+			root.Add(after(log))
+		}},
+		{"Error in an error handler", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") },
+				func(as vm.AsyncSteps, code string) { swallow(func() { as.Error("F") }) })
+			root.Add(after(log))
+		}},
+		{"Break in a Repeat", func(root vm.AsyncSteps, log *semLog) {
+			root.Repeat(3, func(as vm.AsyncSteps, i int) {
+				log.add("iteration %d", i)
+				swallow(func() { as.Break() })
+			})
+			root.Add(after(log))
+		}},
+		{"Continue in a Loop that added a step", func(root vm.AsyncSteps, log *semLog) {
+			root.Loop(func(as vm.AsyncSteps) {
+				log.add("iteration")
+				as.Add(log.step("sub-step"))
+				swallow(func() { as.Continue() })
+			})
+			root.Add(after(log))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := semStart(tc.build)
+			e := semFail(t, r.f, vm.InternalError)
+			semInfoMentions(t, e.Info, "recovered", "IsUnwinding")
+			for _, line := range r.log.lines {
+				if line != "iteration" && line != "iteration 0" {
+					t.Fatalf("the flow went on after the unwinding was swallowed: logged %q", r.log.lines)
+				}
+			}
+			if len(r.log.lines) > 1 {
+				t.Fatalf("the loop went on after the unwinding was swallowed: logged %q", r.log.lines)
+			}
+			r.root.Release()
+			if s := r.l.Stats(); s.ArenaInUse != 0 || s.RunningRoots != 0 {
+				t.Fatalf("after the flow: %+v", s)
+			}
+		})
+	}
+}

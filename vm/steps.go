@@ -336,7 +336,11 @@ func (as AsyncSteps) Success(vals ...Value) {
 	if n.Flags&opcodes.FlagCanceling != 0 {
 		return
 	}
-	if n.Head != 0 || n.Flags&opcodes.FlagChild != 0 {
+	if n.Head != 0 || n.Flags&(opcodes.FlagChild|opcodes.FlagRaised) != 0 {
+		if n.Flags&opcodes.FlagRaised != 0 {
+			r.l.misuse(r, "Success after Error, Break or Continue: "+swallowedInfo)
+			return
+		}
 		r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
 		return
 	}
@@ -360,8 +364,8 @@ func (as AsyncSteps) Success(vals ...Value) {
 // Error completes the step with an error: code goes to the error handlers
 // (FTN12 1.2) and info becomes the state's ErrorInfo. Inside the step's
 // function or error handler it does not return: it unwinds to the VM with
-// a panic the function must let pass (IsUnwinding reports it); a deferred
-// recover that swallows it leaves the step to end by implicit success.
+// a panic the function must let pass (IsUnwinding reports it); a function
+// that recovers it and goes on fails its flow with InternalError.
 // Called from elsewhere on the loop (say, a timer callback while the step
 // waits for an external event) it delivers the error and returns.
 func (as AsyncSteps) Error(code string, info ...string) {
@@ -391,6 +395,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 	if frameID(n) == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
 		if n.Flags&opcodes.FlagCanceling == 0 {
 			r.st().recordError(code, inf)
+			n.Flags |= opcodes.FlagRaised // see swallowed
 		}
 		l.pend.code = code
 		panic(unwindError)
