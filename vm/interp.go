@@ -237,15 +237,16 @@ func (l *Loop) step(r *root, th *Node) {
 				th.Ops().SetTop(pk)
 				pf := at(pk)
 				pf.Flags &^= opcodes.FlagChild
-				r.freeNode(n)
 				switch {
 				case pf.Head != 0 || pf.Op.IsLoop():
+					r.freeNode(n)
 					l.schedule(r, th, nil)
 				case pf.Op == opcodes.OpRoot:
 					// complete's end of a flow, a call less: a step runs
 					// at depth 0, so its flow ends in this turn.
-					l.finish(r, nil, "", false)
+					l.endRun(r, pf, n)
 				default:
+					r.freeNode(n)
 					l.complete(r, th, pf, nil)
 				}
 				return
@@ -843,11 +844,7 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	if l.cur == r {
 		l.inline = false
 	}
-	r.status = rootReady // until resetRun: the root frame is still started
-	r.runEpoch++
-	l.running--
-	r.a.SetMarkAgain(markLive) // a root's arena has its first chunk from newRoot on
-
+	l.endEpoch(r)
 	if r.spawned { // the release cancels a run the failure hook restarts
 		if r.reports(code) {
 			l.report(r, args, code, canceled)
@@ -863,6 +860,48 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 		return
 	}
 	r.resetRun()
+}
+
+// endEpoch ends the run of r: its step handles and queued tasks turn
+// stale, and it no longer counts as running.
+func (l *Loop) endEpoch(r *root) {
+	r.status = rootReady // until resetRun: the root frame is still started
+	r.runEpoch++
+	l.running--
+	r.a.SetMarkAgain(markLive) // a root's arena has its first chunk from newRoot on
+}
+
+// endRun is freeNode(n), then finish(r, nil, "", false), for a flow whose
+// last step n has just completed in step's fast path (so r is l.cur), with
+// root frame b. It takes the common case in line: a run that has no slot in
+// use but n's and nothing to report. Its steps mirror freeNode's, finish's
+// and resetRun's for that case: n's slot goes with the truncation of the
+// tables, and resetRun has no queue to free and a ready root to make idle.
+func (l *Loop) endRun(r *root, b, n *Node) {
+	if n.Err != 0 || r.state != nil || len(r.slots) != len(r.freeSlots)+1 {
+		r.freeNode(n)
+		l.finish(r, nil, "", false)
+		return
+	}
+	r.slots[n.Fn-1] = nil
+	r.slots, r.freeSlots = r.slots[:0], r.freeSlots[:0]
+	n.Seq = 0
+	if n.Wide {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)
+	} else {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
+	}
+	l.inline = false
+	l.endEpoch(r)
+	b.Seq = 0
+	(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
+	r.status = rootIdle
+	if !r.a.Settled() {
+		r.a.Reset()
+	}
+	if r.spawned {
+		l.release(r) // which finds the run reset
+	}
 }
 
 // reports tells whether a run that ends with code (or "") has a Future to
