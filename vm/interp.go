@@ -134,7 +134,7 @@ func (l *Loop) runThread(t *task) {
 	if stale {
 		return // the flow ended, the branch was freed, or it moved on
 	}
-	l.cur, l.curTh = r, th
+	l.cur, l.curTh = rootID(r), frameID(th)
 	for budget := inlineBudget; ; budget-- {
 		l.inline = false
 		l.step(r, th)
@@ -156,7 +156,7 @@ func (l *Loop) runThread(t *task) {
 // being run continues inline; any other thread is queued.
 func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 	*tok(th)++
-	if th == l.curTh && r == l.cur {
+	if frameID(th) == l.curTh && rootID(r) == l.cur {
 		l.inline = true
 		if args == nil {
 			l.argsNxt.clear()
@@ -186,7 +186,7 @@ func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
 // stopThread drops a pending continuation of th.
 func (l *Loop) stopThread(th *Node) {
 	*tok(th)++
-	if th == l.curTh {
+	if frameID(th) == l.curTh {
 		l.inline = false
 	}
 }
@@ -352,7 +352,7 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 			}
 		}
 	}
-	if l.depth > 0 && (n == l.curTh || n == l.errTh) {
+	if l.depth > 0 && (frameID(n) == l.curTh || n == l.errTh) {
 		// Completed from inside this thread's own call (its step, or an
 		// error handler, which a timer or a Resumer may run outside the
 		// thread's turn): end it in its next turn, so that misuse later in
@@ -841,7 +841,7 @@ func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) bool {
 // finish ends the run of r: with args on success, with code on error, or
 // canceled. The root stays usable (State, Add, Execute) until Release.
 func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
-	if l.cur == r {
+	if l.cur == rootID(r) {
 		l.inline = false
 	}
 	l.endEpoch(r)

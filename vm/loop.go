@@ -64,8 +64,8 @@ type Loop struct {
 	running int64          // roots executing now
 
 	// Interpreter registers.
-	cur      *root   // root whose thread is being dispatched
-	curTh    *Node   // that thread's base
+	cur      uintptr // rootID of the root whose thread is being dispatched; 0: none
+	curTh    uintptr // frameID of that thread's base
 	errTh    *Node   // base of the thread whose error handler runs innermost; nil: none
 	inline   bool    // curTh scheduled itself again; next holds its args
 	depth    int     // user callbacks on the Go stack
@@ -431,13 +431,13 @@ func (l *Loop) pass() (more bool) {
 		// The entry's fields are read first: pushes made while it runs
 		// may reuse it.
 		if t := l.runq.pop(); t.slot != 0 {
-			l.cur, l.curTh = nil, nil
+			l.cur, l.curTh = 0, 0
 			l.runImmediate(t.slot, t.gen)
 		} else {
 			l.runThread(t)
 		}
 	}
-	l.cur, l.curTh = nil, nil
+	l.cur, l.curTh = 0, 0
 	if l.wheel.Len() > 0 { // Len counts the unsealed timers
 		// One reading, taken after every timer of the pass was set, seals
 		// them and fires the due ones. inPass still holds: the timers the

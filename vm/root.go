@@ -185,6 +185,12 @@ func (l *Loop) dropRecords(th *Node) {
 	}
 }
 
+// rootID returns r's address as an integer: an identity whose store needs
+// no write barrier, as frameID's. Loop.cur keeps it from r's turn to the
+// next task or the pass's end, and is compared only during the turn, while
+// r is on the Go stack: no other root can have r's memory then.
+func rootID(r *root) uintptr { return uintptr(unsafe.Pointer(r)) }
+
 // release ends the root's life as a handle target: every handle turns
 // invalid and the root goes back to the pool.
 func (l *Loop) release(r *root) {
