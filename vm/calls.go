@@ -9,14 +9,15 @@ import "unsafe"
 // a few nanoseconds when nothing panics; the step calls skip even the
 // runtime call of recover when the callee returned.
 
+// callExec and callError leave entering and leaving the frame to their
+// caller, which they always return to: a deferred closure that captures
+// less costs less (4 instructions a step).
 func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args Args) (p any) {
-	prev := l.enter(frameID(as.n))
 	returned := false
 	defer func() {
 		if !returned { // recover costs a runtime call: skip it when fn returned
 			p = recover()
 		}
-		l.leave(prev)
 	}()
 	fn(as, args)
 	returned = true
@@ -24,13 +25,11 @@ func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args Args) (p any) {
 }
 
 func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
-	prev := l.enter(frameID(as.n))
 	returned := false
 	defer func() {
 		if !returned {
 			p = recover()
 		}
-		l.leave(prev)
 	}()
 	fn(as, code)
 	returned = true

@@ -224,7 +224,9 @@ func (l *Loop) step(r *root, th *Node) {
 		fn, _ := r.slot(n.Fn).(ExecFunc)
 		as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
 		thSeq := th.Seq
+		prev := l.enter(frameID(n))
 		p := l.callExec(fn, as, Args{l.argsCur})
+		l.leave(prev)
 		if returnedLive(r, th, as, p) && n.Head == 0 {
 			if n.Next == 0 && n.Flags == opcodes.FlagRunning {
 				// The common case in line: a plain step (no sub-steps, timer,
@@ -511,7 +513,9 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	// function of a step that is unwinding with an Error of its own runs
 	// this handler nested in that unwinding.
 	outer := l.pend
+	prev := l.enter(frameID(f))
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
+	l.leave(prev)
 	pd := l.pend
 	l.pend = outer
 	l.errTh = prevTh
