@@ -505,7 +505,11 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	}
 	epoch, seq, thSeq := r.runEpoch, f.Seq, th.Seq
 	h, _ := r.slot(f.Err).(ErrorFunc)
-	f.Flags |= opcodes.FlagInError
+	// A FlagRaised f has already is its step function's, whose unwinding
+	// this handler runs nested in (see below): it is not the handler's to
+	// answer for, and goes back for after once the handler returns.
+	raised := f.Flags & opcodes.FlagRaised
+	f.Flags = f.Flags&^opcodes.FlagRaised | opcodes.FlagInError
 	prevTh := l.errTh
 	l.errTh = th
 	// The handler's unwinding must not replace what an unwinding in flight
@@ -537,7 +541,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		p = unwindError
 		pd.code = InternalError
 	}
-	f.Flags &^= opcodes.FlagInError | opcodes.FlagRaised
+	f.Flags = f.Flags&^(opcodes.FlagInError|opcodes.FlagRaised) | raised
 	out, c := l.classify(r, p, &pd)
 	switch out {
 	case outReturn:

@@ -496,3 +496,54 @@ func TestSemSwallowedUnwindingIsInternalError(t *testing.T) {
 		})
 	}
 }
+
+// A step's error handler can run while the step's own Error is still
+// unwinding it: a deferred function of the step makes another flow fail,
+// whose handler raises an error through the step's handle. The handler
+// has not swallowed anything: it settles that error as any handler does
+// (returning lets it go on, Success settles it), and the unwinding the
+// step started is its function's, not the handler's.
+func TestSemHandlerNestedInItsStepsUnwinding(t *testing.T) {
+	for _, how := range []string{"returns", "succeeds"} {
+		t.Run(how, func(t *testing.T) {
+			l, _ := semLoop()
+			other := l.NewSteps()
+			var waiting vm.AsyncSteps
+			var otherHandler vm.ErrorFunc
+			other.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				waiting = as
+				as.WaitExternal()
+			}, func(as vm.AsyncSteps, code string) { otherHandler(as, code) })
+			fo := other.Promise()
+			l.RunUntilIdle()
+			root := l.NewSteps()
+			var seen []string
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				otherHandler = func(vm.AsyncSteps, string) { as.Error("Nested", "raised by the other flow") }
+				defer waiting.Error("Other")
+				as.Error("Mine", "this flow's")
+			}, func(as vm.AsyncSteps, code string) {
+				seen = append(seen, code)
+				if how == "succeeds" {
+					as.Success()
+				}
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			semFail(t, fo, "Other")
+			if len(seen) != 1 || seen[0] != "Nested" {
+				t.Fatalf("the handler saw %q, want Nested", seen)
+			}
+			if how == "returns" {
+				semFail(t, f, "Nested")
+			} else if _, err := semResult(t, f); err != nil && err.(*vm.Error).Code == vm.InternalError {
+				t.Fatalf("the flow failed with %v after its handler settled the error", err)
+			}
+			root.Release()
+			other.Release()
+			if s := l.Stats(); s.ArenaInUse != 0 || s.RunningRoots != 0 {
+				t.Fatalf("after the flows: %+v", s)
+			}
+		})
+	}
+}
