@@ -121,10 +121,16 @@ func SetNativeRootHooks(released func(root AsyncSteps), failed func(root AsyncSt
 	nativeHooks.released, nativeHooks.failed = released, failed
 }
 
-// nativeReleased runs the release hook for r; release calls it first.
+// nativeReleased runs the release hook for r; release calls it first,
+// once the run is over. The hook's handle is valid, but r is being
+// released: a Release through it must not release r again (it would
+// recurse), nor an Execute start a run the pool would then keep.
 func (r *root) nativeReleased() {
 	if h := nativeHooks.released; h != nil {
+		was := r.teardown
+		r.teardown |= tearRelease
 		h(AsyncSteps{r: r, epoch: r.rootEpoch})
+		r.teardown = was
 	}
 }
 

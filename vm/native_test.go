@@ -84,3 +84,38 @@ func TestNativeRootIDPerFlow(t *testing.T) {
 		t.Fatal("a released root's handle has an id")
 	}
 }
+
+// A foreign binding's release hook that releases the root again, or
+// executes it, does neither: the root is being released. (Releasing it
+// again recursed without end; executing it left a pooled root running, and
+// counted in RunningRoots for good.)
+func TestNativeReleasedHookCannotRestartOrRelease(t *testing.T) {
+	for _, spawned := range []bool{false, true} {
+		calls := 0
+		vm.SetNativeRootHooks(func(root vm.AsyncSteps) {
+			calls++
+			root.Release()
+			root.Add(func(vm.AsyncSteps, vm.Args) { t.Error("a step of a released root ran") })
+			root.Execute()
+		}, nil)
+		l := vm.NewLoop()
+		if spawned {
+			l.Spawn(func(vm.AsyncSteps, vm.Args) {}) // released by the end of its run
+		} else {
+			root := l.NewSteps()
+			root.Add(func(vm.AsyncSteps, vm.Args) {})
+			root.Execute()
+			l.RunUntilIdle()
+			root.Release()
+		}
+		l.RunUntilIdle()
+		vm.SetNativeRootHooks(nil, nil)
+		if s := l.Stats(); calls != 1 || s.RunningRoots != 0 || s.LiveRoots != 0 || s.PooledRoots != 1 || s.ArenaInUse != 0 {
+			t.Fatalf("spawned %v: hook ran %d times, then %+v", spawned, calls, s)
+		}
+		if a, b := l.NewSteps(), l.NewSteps(); vm.RootID(a) == vm.RootID(b) {
+			t.Fatal("the pool handed out one root twice")
+		}
+		l.Close()
+	}
+}
