@@ -547,3 +547,33 @@ func TestSemHandlerNestedInItsStepsUnwinding(t *testing.T) {
 		})
 	}
 }
+
+// Success through the handle of a step whose own Error is in flight, from
+// another flow's handler that the step's deferred function set off, is
+// that handler's external completion: neither flow is blamed for
+// swallowing the step's unwinding.
+func TestSemSuccessFromElsewhereDuringUnwinding(t *testing.T) {
+	l, _ := semLoop()
+	other := l.NewSteps()
+	var waiting, failing vm.AsyncSteps
+	other.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		waiting = as
+		as.WaitExternal()
+	}, func(vm.AsyncSteps, string) { failing.Success() })
+	fo := other.Promise()
+	l.RunUntilIdle()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		failing = as
+		defer waiting.Error("Other")
+		as.Error("Mine")
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semFail(t, fo, "Other")
+	if _, err := semResult(t, f); err != nil && err.(*vm.Error).Code == vm.InternalError {
+		t.Fatalf("the flow failed with %v", err)
+	}
+	root.Release()
+	other.Release()
+}

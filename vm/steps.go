@@ -337,12 +337,14 @@ func (as AsyncSteps) Success(vals ...Value) {
 		return
 	}
 	if n.Head != 0 || n.Flags&(opcodes.FlagChild|opcodes.FlagRaised) != 0 {
-		if n.Flags&opcodes.FlagRaised != 0 {
+		if n.Head != 0 || n.Flags&opcodes.FlagChild != 0 {
+			r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
+			return
+		}
+		if frameID(n) == r.l.inCall { // else an external completion while n unwinds
 			r.l.misuse(r, "Success after Error, Break or Continue: "+swallowedInfo)
 			return
 		}
-		r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
-		return
 	}
 	if n.Op == opcodes.OpParallel && n.Flags&opcodes.FlagInError == 0 {
 		r.l.misuse(r, "Success on a parallel step")
