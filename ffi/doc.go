@@ -62,7 +62,10 @@
 // unknown value type, ...), which fails the step with InternalError and a
 // descriptive ErrorInfo exactly as the same misuse from Go would. Until the
 // C function returns, further calls it makes are ignored. success, add and
-// the other calls take effect at once, as they do from Go.
+// the other calls take effect at once, as they do from Go. C code that a Go
+// step calls directly (not as a step of its own) has no ffi call to carry
+// handle_error, breakLoop or continueLoop through the step's record back
+// to the VM: the step then fails with InternalError when it returns.
 //
 // A step that waits for an external event (waitExternal, setTimeout,
 // setCancel) may be completed from any thread, as a Go step through its

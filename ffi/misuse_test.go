@@ -106,6 +106,25 @@ func TestMisuseOutsideSteps(t *testing.T) {
 	}
 }
 
+// C code that a Go step calls directly cannot unwind the step: breakLoop
+// through the iteration's record there has no ffi call to carry it to the
+// VM. The flow fails with InternalError rather than loop for good.
+func TestBreakFromDirectCallFailsFlow(t *testing.T) {
+	l, _ := newLoop()
+	root := l.NewSteps()
+	root.Loop(func(as vm.AsyncSteps) {
+		ctest.Say("iteration")
+		ctest.MisuseOutside(ffi.Binary(as), 4) // breakLoop
+	})
+	ctest.ResetTrace()
+	f := root.Promise()
+	l.RunUntilIdle()
+	expectError(t, f, vm.InternalError, "the step's function returned after Error, Break or Continue: "+
+		"their panic did not reach the VM (a recover must re-panic what IsUnwinding reports)")
+	expectLines(t, "trace", takeTrace(), "iteration")
+	root.Release()
+}
+
 // A record outlives what it names as a record: calls through it are
 // detected, never acted on.
 func TestRecordExpiry(t *testing.T) {

@@ -92,8 +92,10 @@ func (l *Loop) swallowed(r *root, n *Node) bool {
 }
 
 // swallowedInfo says what a function that swallows the VM's unwinding did
-// wrong.
-const swallowedInfo = "it recovered the panic with which they unwind; a recover must re-panic what IsUnwinding reports"
+// wrong. (A C function that Go calls directly, not through ffi's step
+// calls, does the same with handle_error, breakLoop or continueLoop: no
+// panic crosses C.)
+const swallowedInfo = "their panic did not reach the VM (a recover must re-panic what IsUnwinding reports)"
 
 // codeless returns the error a panic with e, a *Error without a code (or
 // nil), raises: InternalError with e's info, as Error("") does. A flow

@@ -480,7 +480,7 @@ func TestSemSwallowedUnwindingIsInternalError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := semStart(tc.build)
 			e := semFail(t, r.f, vm.InternalError)
-			semInfoMentions(t, e.Info, "recovered", "IsUnwinding")
+			semInfoMentions(t, e.Info, "did not reach the VM", "IsUnwinding")
 			for _, line := range r.log.lines {
 				if line != "iteration" && line != "iteration 0" {
 					t.Fatalf("the flow went on after the unwinding was swallowed: logged %q", r.log.lines)
