@@ -371,6 +371,25 @@ func TestSemPanicCodelessVMError(t *testing.T) {
 	}
 }
 
+// semOtherWaits starts a flow on l whose one step waits for an external
+// event, with onError as its error handler and onCancel (if not nil) as
+// its cancel handler, and runs l until idle. It returns the waiting step's
+// handle, the flow's root and its Future: the flow another flow's step
+// makes fail or cancels from a deferred function.
+func semOtherWaits(l *vm.Loop, onError vm.ErrorFunc, onCancel vm.CancelFunc) (waiting, other vm.AsyncSteps, f *vm.Future) {
+	other = l.NewSteps()
+	other.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		waiting = as
+		if onCancel != nil {
+			as.SetCancel(onCancel)
+		}
+		as.WaitExternal()
+	}, onError)
+	f = other.Promise()
+	l.RunUntilIdle()
+	return waiting, other, f
+}
+
 // An Error in flight keeps its code when a deferred function of the
 // failing step makes another flow unwind first, whose error or cancel
 // handler calls Error in turn.
@@ -378,15 +397,9 @@ func TestSemErrorCodeSurvivesNestedUnwinding(t *testing.T) {
 	for _, how := range []string{"error handler", "cancel handler"} {
 		t.Run(how, func(t *testing.T) {
 			l, _ := semLoop()
-			other := l.NewSteps()
-			var waiting vm.AsyncSteps
-			other.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				waiting = as
-				as.SetCancel(func(as vm.AsyncSteps) { as.Error("OtherCancel") })
-				as.WaitExternal()
-			}, func(as vm.AsyncSteps, code string) { as.Error("OtherHandler", "the other flow's") })
-			fo := other.Promise()
-			l.RunUntilIdle()
+			waiting, other, fo := semOtherWaits(l,
+				func(as vm.AsyncSteps, code string) { as.Error("OtherHandler", "the other flow's") },
+				func(as vm.AsyncSteps) { as.Error("OtherCancel") })
 			root := l.NewSteps()
 			var code, info string
 			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
@@ -507,15 +520,8 @@ func TestSemHandlerNestedInItsStepsUnwinding(t *testing.T) {
 	for _, how := range []string{"returns", "succeeds"} {
 		t.Run(how, func(t *testing.T) {
 			l, _ := semLoop()
-			other := l.NewSteps()
-			var waiting vm.AsyncSteps
 			var otherHandler vm.ErrorFunc
-			other.Add(func(as vm.AsyncSteps, _ vm.Args) {
-				waiting = as
-				as.WaitExternal()
-			}, func(as vm.AsyncSteps, code string) { otherHandler(as, code) })
-			fo := other.Promise()
-			l.RunUntilIdle()
+			waiting, other, fo := semOtherWaits(l, func(as vm.AsyncSteps, code string) { otherHandler(as, code) }, nil)
 			root := l.NewSteps()
 			var seen []string
 			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
@@ -554,14 +560,8 @@ func TestSemHandlerNestedInItsStepsUnwinding(t *testing.T) {
 // swallowing the step's unwinding.
 func TestSemSuccessFromElsewhereDuringUnwinding(t *testing.T) {
 	l, _ := semLoop()
-	other := l.NewSteps()
-	var waiting, failing vm.AsyncSteps
-	other.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		waiting = as
-		as.WaitExternal()
-	}, func(vm.AsyncSteps, string) { failing.Success() })
-	fo := other.Promise()
-	l.RunUntilIdle()
+	var failing vm.AsyncSteps
+	waiting, other, fo := semOtherWaits(l, func(vm.AsyncSteps, string) { failing.Success() }, nil)
 	root := l.NewSteps()
 	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
 		failing = as
