@@ -77,11 +77,11 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 	return outError, InternalError
 }
 
-// swallowed reports whether the function of frame n, which returned,
-// called Error, Break or Continue before: it recovered their panic and went
-// on, whatever it did next (added steps, waited, returned for implicit
-// success) is not what its flow may act on. The flow's state then records
-// InternalError, which the caller raises.
+// swallowed reports whether the function of frame n, which has returned,
+// called Error, Break or Continue first: it then recovered their panic and
+// went on, and what it did next (added steps, waited, returned for
+// implicit success) is not for its flow to act on. The flow's state then
+// records InternalError, which the caller raises.
 func (l *Loop) swallowed(r *root, n *Node) bool {
 	if n.Flags&opcodes.FlagRaised == 0 {
 		return false
