@@ -125,6 +125,44 @@ func TestBreakFromDirectCallFailsFlow(t *testing.T) {
 	root.Release()
 }
 
+// So do handle_error from C that a plain Go step calls directly (the step
+// would otherwise succeed implicitly) and continueLoop from C that a Repeat
+// body calls (the loop would otherwise run its three iterations).
+func TestErrorAndContinueFromDirectCallFailFlow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(root vm.AsyncSteps)
+		trace []string
+	}{
+		{"handle_error", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				ctest.Say("step")
+				ctest.MisuseOutside(ffi.Binary(as), 6)
+			})
+		}, []string{"step"}},
+		{"continueLoop", func(root vm.AsyncSteps) {
+			root.Repeat(3, func(as vm.AsyncSteps, _ int) {
+				ctest.Say("iteration")
+				ctest.MisuseOutside(ffi.Binary(as), 7)
+			})
+		}, []string{"iteration"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := newLoop()
+			root := l.NewSteps()
+			tc.build(root)
+			root.Add(say("after"))
+			ctest.ResetTrace()
+			f := root.Promise()
+			l.RunUntilIdle()
+			expectError(t, f, vm.InternalError, "the step's function returned after Error, Break or Continue: "+
+				"their panic did not reach the VM (a recover must re-panic what IsUnwinding reports)")
+			expectLines(t, "trace", takeTrace(), tc.trace...)
+			root.Release()
+		})
+	}
+}
+
 // A record outlives what it names as a record: calls through it are
 // detected, never acted on.
 func TestRecordExpiry(t *testing.T) {

@@ -167,5 +167,11 @@ void ctest_misuse_outside(FutoInAsyncSteps* root, int scenario)
     case 5:
         root->api->add(&fake, NULL, nop_step, NULL);
         break;
+    case 6:
+        root->api->handle_error(root, "Direct", "from C");
+        break;
+    case 7:
+        root->api->continueLoop(root, NULL);
+        break;
     }
 }
