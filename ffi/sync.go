@@ -168,8 +168,10 @@ func (cs cSync) Sync(as vm.AsyncSteps, fn vm.ExecFunc, onError vm.ErrorFunc) {
 			owed = true
 			if p := cs.call(as, lockOf(cs.p)); p != nil {
 				// handle_error (or breakLoop, continueLoop) unwinds:
-				// refused. A misuse (success twice) may follow an entry.
-				owed = !vm.IsUnwinding(p)
+				// refused. A misuse (an *Error: success twice) may
+				// follow an entry.
+				_, misuse := p.(*vm.Error)
+				owed = misuse || !vm.IsUnwinding(p)
 				panic(p)
 			}
 		})

@@ -248,7 +248,7 @@ func ExampleLoop_Spawn() {
 
 // A step function that recovers panics of its own lets the VM's unwinding
 // pass: Error, Break and Continue unwind with a panic that IsUnwinding
-// reports.
+// reports, and so does the VM's report of a misuse.
 func ExampleIsUnwinding() {
 	l := vm.NewLoop()
 	root := l.NewSteps()

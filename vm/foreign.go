@@ -100,12 +100,17 @@ func WrapForeign(f Foreign) AsyncSteps {
 func ForeignOf(as AsyncSteps) Foreign { return as.foreign() }
 
 // IsUnwinding reports whether p, recovered in a step function or in a Go
-// function that a foreign engine called, is the sentinel with which Error,
-// Break or Continue unwind that function (see Foreign.Error): a function
-// that recovers panics of its own must re-panic with it.
+// function that a foreign engine called, is a panic the VM acts on: the
+// sentinel with which Error, Break or Continue unwind that function (see
+// Foreign.Error), or an *Error, with which the VM reports misuse (and which
+// a function may panic with to raise its code). A function that recovers
+// panics of its own must re-panic with it.
 func IsUnwinding(p any) bool {
-	_, ok := p.(*unwinding)
-	return ok
+	switch p.(type) {
+	case *unwinding, *Error:
+		return true
+	}
+	return false
 }
 
 // ForeignArgs exists for foreign-function bindings: it returns Args holding

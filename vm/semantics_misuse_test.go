@@ -731,3 +731,47 @@ func TestSemMisuseNilCallback(t *testing.T) {
 		t.Fatalf("after Post(nil): %+v", s)
 	}
 }
+
+// A step that recovers panics of its own and re-panics what IsUnwinding
+// reports, as ExampleIsUnwinding shows, lets the VM's misuse reports pass
+// too: its flow fails with InternalError and the misuse's ErrorInfo.
+func TestSemMisuseThroughRecoveringStep(t *testing.T) {
+	guarded := func(f func()) {
+		defer func() {
+			if p := recover(); p != nil && vm.IsUnwinding(p) {
+				panic(p)
+			}
+		}()
+		f()
+	}
+	for _, tc := range []struct {
+		name, info string
+		body       func(l *vm.Loop, as vm.AsyncSteps, log *semLog)
+	}{
+		{"Success after Add", "sub-steps", func(_ *vm.Loop, as vm.AsyncSteps, log *semLog) {
+			as.Add(log.step("sub-step"))
+			as.Success()
+		}},
+		{"Success twice", "", func(_ *vm.Loop, as vm.AsyncSteps, _ *semLog) {
+			as.Success()
+			as.Success()
+		}},
+		{"a nested pass", "inside its own callbacks", func(l *vm.Loop, _ vm.AsyncSteps, _ *semLog) {
+			l.RunUntilIdle()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l *vm.Loop
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				l = root.Tool()
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) { guarded(func() { tc.body(l, as, log) }) })
+				root.Add(log.step("after"))
+			})
+			e := semFail(t, r.f, vm.InternalError)
+			if tc.info != "" {
+				semInfoMentions(t, e.Info, tc.info)
+			}
+			semExpect(t, r.log)
+		})
+	}
+}
