@@ -87,13 +87,13 @@ func ForEachMap[K cmp.Ordered, V any](as AsyncSteps, m map[K]V, fn func(as Async
 }
 
 // Break leaves the innermost loop, or the loop labelled label. Called in a
-// step's function, as it must be, it does not return: it unwinds as Error
-// does.
+// step's function or error handler, as it must be, it does not return: it
+// unwinds as Error does.
 func (as AsyncSteps) Break(label ...string) { as.loopCtl(unwindBreak, label) }
 
 // Continue starts the next iteration of the innermost loop, or of the loop
-// labelled label. Called in a step's function, as it must be, it does not
-// return: it unwinds as Error does.
+// labelled label. Called in a step's function or error handler, as it must
+// be, it does not return: it unwinds as Error does.
 func (as AsyncSteps) Continue(label ...string) { as.loopCtl(unwindContinue, label) }
 
 func (as AsyncSteps) loopCtl(u *unwinding, label []string) {
