@@ -126,12 +126,16 @@ func SetNativeRootHooks(released func(root AsyncSteps), failed func(root AsyncSt
 // released: a Release through it must not release r again (it would
 // recurse), nor an Execute start a run the pool would then keep.
 func (r *root) nativeReleased() {
-	if h := nativeHooks.released; h != nil {
-		was := r.teardown
-		r.teardown |= tearRelease
-		h(AsyncSteps{r: r, epoch: r.rootEpoch})
-		r.teardown = was
+	if h := nativeHooks.released; h != nil { // the test inlines into every release
+		r.runReleased(h)
 	}
+}
+
+func (r *root) runReleased(h func(AsyncSteps)) {
+	was := r.teardown
+	r.teardown |= tearRelease
+	h(AsyncSteps{r: r, epoch: r.rootEpoch})
+	r.teardown = was
 }
 
 // nativeFailed runs the failure hook for r; finish calls it for a run that
