@@ -2,7 +2,11 @@
 
 package ffi
 
-import "github.com/stepvm/stepvm/vm"
+import (
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
 
 // ForeignLive returns how many Go objects the table of ids foreign engines
 // refer to holds.
@@ -48,3 +52,18 @@ func RecordBlocks() (lent, total int) {
 
 // trackedRoots returns how many roots ffi holds state for on ls's loop.
 func (ls *loopState) trackedRoots() int { return ls.tracked }
+
+// EndRunBy ends root's run as how says: "Cancel" cancels it, "Release"
+// releases it, "Timeout" moves clk past the 10 ms timeout its step set;
+// any other how leaves it be. Then l runs until idle.
+func EndRunBy(l *vm.Loop, clk *vm.ManualClock, root vm.AsyncSteps, how string) {
+	switch how {
+	case "Cancel":
+		root.Cancel()
+	case "Release":
+		root.Release()
+	case "Timeout":
+		clk.Advance(20 * time.Millisecond)
+	}
+	l.RunUntilIdle()
+}

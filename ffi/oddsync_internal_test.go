@@ -43,15 +43,7 @@ func TestSyncUnlockFromTeardownReleasesRecords(t *testing.T) {
 			}, func(as vm.AsyncSteps, _ string) {})
 			root.Execute()
 			l.RunUntilIdle()
-			switch how {
-			case "Cancel":
-				root.Cancel()
-			case "Release":
-				root.Release()
-			case "Timeout":
-				clk.Advance(20 * time.Millisecond)
-			}
-			l.RunUntilIdle()
+			EndRunBy(l, clk, root, how)
 			if how != "Release" {
 				root.Release()
 			}

@@ -146,15 +146,7 @@ func TestOddSyncHandoverDuringTeardown(t *testing.T) {
 			fo := other.Promise()
 			l.RunUntilIdle()
 			oddCounts(t, 3, 0, 2)
-			switch how {
-			case "Cancel":
-				root.Cancel()
-			case "Release":
-				root.Release()
-			case "Timeout":
-				clk.Advance(20 * time.Millisecond)
-			}
-			l.RunUntilIdle()
+			ffi.EndRunBy(l, clk, root, how)
 			if how != "Release" {
 				select {
 				case <-f.Done():
