@@ -1095,16 +1095,11 @@ typedef struct later
 {
     FutoInAsyncSteps* bsi;
     int value;
-    const char* code;
 } later;
 
 static void later_event(void* arg)
 {
     later* l = arg;
-    if (l->code) {
-        l->bsi->api->handle_error(l->bsi, l->code, "from a C event");
-        return;
-    }
     FutoInArgs out;
     memset(&out, 0, sizeof(out));
     out.arg0.type = &int32_type;
@@ -1118,15 +1113,6 @@ void cengine_complete_later(FutoInAsyncSteps* bsi, int value)
     later* l = eng_new(sizeof(later));
     l->bsi = bsi;
     l->value = value;
-    post(later_event, l);
-}
-
-/* cengine_fail_later posts an event that fails bsi with code. */
-void cengine_fail_later(FutoInAsyncSteps* bsi, const char* code)
-{
-    later* l = eng_new(sizeof(later));
-    l->bsi = bsi;
-    l->code = eng_strdup(code);
     post(later_event, l);
 }
 

@@ -106,13 +106,6 @@ func AddFail(p unsafe.Pointer, code string) {
 // INT32 value.
 func CompleteLater(p unsafe.Pointer, value int) { C.cengine_complete_later(bsi(p), C.int(value)) }
 
-// FailLater queues an event that fails the waiting step p with code.
-func FailLater(p unsafe.Pointer, code string) {
-	cs := C.CString(code)
-	defer C.free(unsafe.Pointer(cs))
-	C.cengine_fail_later(bsi(p), cs)
-}
-
 // ObjectCleanups counts the cleanups of the custom objects AddEmit's steps
 // made, for the life of the process.
 func ObjectCleanups() int { return int(C.cengine_object_cleanups()) }

@@ -28,7 +28,6 @@ void cengine_add_emit(FutoInAsyncSteps* bsi);
 void cengine_add_check(FutoInAsyncSteps* bsi);
 void cengine_add_fail(FutoInAsyncSteps* bsi, const char* code);
 void cengine_complete_later(FutoInAsyncSteps* bsi, int value);
-void cengine_fail_later(FutoInAsyncSteps* bsi, const char* code);
 int cengine_object_cleanups(void);
 
 /* A step that calls sync's lock (then, with unlock, its unlock) itself. */
