@@ -2,7 +2,6 @@ package vm
 
 import (
 	"context"
-	"math"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -264,12 +263,7 @@ func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
 		cb.tm = l.wheel.AddAfter(int64(d), data)
 		return
 	}
-	now := l.now()
-	at := now + int64(d)
-	if at < now { // the longest durations saturate rather than wrap to the past
-		at = math.MaxInt64
-	}
-	cb.tm = l.wheel.Add(at, data) // nothing will seal it soon
+	cb.tm = l.wheel.Add(wheel.After(l.now(), int64(d)), data) // nothing will seal it soon
 }
 
 // timerData is the data of the timer of callback slot: the slot and its

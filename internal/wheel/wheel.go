@@ -176,11 +176,7 @@ func (w *Wheel) Seal(now int64) {
 		if n.gen != u.gen || n.list != unsealedList {
 			continue // stopped
 		}
-		d := int64(n.due)
-		deadline := now + d
-		if d > 0 && deadline < now { // saturate, rather than wrap to the past
-			deadline = math.MaxInt64
-		}
+		deadline := After(now, int64(n.due))
 		n.due, n.list = uint64(deadline), stagedList // due holds the deadline until filed
 		first = min(first, deadline)
 	}
@@ -191,6 +187,15 @@ func (w *Wheel) Seal(now int64) {
 	if w.sealed >= maxStaged {
 		w.file()
 	}
+}
+
+// After returns the deadline d after now. The longest durations saturate
+// at math.MaxInt64 rather than wrap to the past.
+func After(now, d int64) int64 {
+	if at := now + d; d <= 0 || at >= now {
+		return at
+	}
+	return math.MaxInt64
 }
 
 // Unsealed reports whether timers added by AddAfter await a Seal.
