@@ -77,7 +77,9 @@
 // through the handle of a step that has ended, Execute on a running root,
 // Add on a running root from outside, running the loop from inside one of
 // its own steps) raises InternalError with a descriptive ErrorInfo
-// in the flow that made the call (FTN12 2.1).
+// in the flow that made the call (FTN12 2.1). Inside a step function,
+// error handler or loop body the report is a panic; a function that
+// recovers it and goes on fails its flow with it all the same.
 //
 // # Loops
 //

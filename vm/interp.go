@@ -230,7 +230,7 @@ func (l *Loop) step(r *root, th *Node) {
 		p := l.callExec(fn, as, Args{l.argsCur})
 		l.leave(prev)
 		if returnedLive(r, th, as, p) && n.Head == 0 {
-			if n.Next == 0 && n.Flags == opcodes.FlagRunning {
+			if n.Next == 0 && n.Flags == opcodes.FlagRunning && l.lost == nil {
 				// The common case in line: a plain step (no sub-steps, timer,
 				// cancel handler, wait or Stack memory) ended by implicit
 				// success (FTN12 1.6): complete's first round, with endFrame
@@ -255,7 +255,7 @@ func (l *Loop) step(r *root, th *Node) {
 				}
 				return
 			}
-			if n.Flags&(opcodes.FlagWait|opcodes.FlagRaised) == opcodes.FlagWait {
+			if n.Flags&(opcodes.FlagWait|opcodes.FlagRaised) == opcodes.FlagWait && l.lost == nil {
 				return // the next common case: the step waits (as in after)
 			}
 		}
@@ -293,6 +293,9 @@ func returnedLive(r *root, th *Node, as AsyncSteps, p any) bool {
 // the sub-steps it added, or completes it implicitly (FTN12 1.6) unless it
 // waits for an external event.
 func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
+	if l.lost != nil {
+		p = l.takeLost(p, as.n)
+	}
 	if r.runEpoch != as.epoch || th.Seq != thSeq {
 		return // the flow or this branch ended during the call
 	}
@@ -522,6 +525,9 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	prev := l.enter(frameID(f))
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
 	l.leave(prev)
+	if l.lost != nil {
+		p = l.takeLost(p, f)
+	}
 	pd := l.pend
 	l.pend = outer
 	l.errTh = prevTh
@@ -718,7 +724,7 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 		l.complete(r, th, L, nil)
 		return
 	}
-	if live && n.Head != 0 && n.Flags&opcodes.FlagRaised == 0 {
+	if live && n.Head != 0 && n.Flags&opcodes.FlagRaised == 0 && l.lost == nil {
 		l.schedule(r, th, nil) // after's common case in line: the body added steps
 		return
 	}
@@ -736,6 +742,9 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 	defer func() {
 		if !returned { // as in callExec
 			p = recover()
+			if l.lost != nil {
+				p = l.takeLost(p, as.n)
+			}
 			// live may still be an earlier iteration's, which ended at
 			// once: iterate would schedule the sub-steps this one added
 			// and drop what it raised.
@@ -789,7 +798,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 		l.inCall = 0
 		live = r.runEpoch == epoch && it.Seq == as.seq && th.Ops().Top() == itk
 		if !live || it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
-			budget == 0 || l.runq.len() > 0 {
+			budget == 0 || l.runq.len() > 0 || l.lost != nil {
 			returned = true
 			return live, nil // the caller finishes this iteration as any step
 		}

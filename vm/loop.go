@@ -78,6 +78,11 @@ type Loop struct {
 	spill     []argBuf
 	spillFree []uint32
 	pend      pending // what the in-flight unwinding panic carries
+	// lost is the misuse report last panicked with inside the call of
+	// frame lostIn, until that call returns (takeLost): a function that
+	// recovers it and goes on must not make the misuse go away.
+	lost   *Error
+	lostIn uintptr
 }
 
 // Node is the encoded step record the interpreter works on.
@@ -412,7 +417,7 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 // remains.
 func (l *Loop) pass() (more bool) {
 	if l.depth > 0 {
-		nestedPass()
+		l.nestedPass()
 	}
 	l.claim()
 	l.inPass = true
@@ -480,8 +485,8 @@ func (l *Loop) drainInbox() {
 // them as they were. Inside a step the panic fails that step's flow with
 // InternalError; elsewhere it goes to the loop's panic handler (and out of
 // the panic handler, when that is the caller).
-func nestedPass() {
-	panic(&Error{Code: InternalError, Info: "a Loop cannot run (Run, RunUntilIdle, Iterate) inside its own callbacks"})
+func (l *Loop) nestedPass() {
+	l.raiseMisuse("a Loop cannot run (Run, RunUntilIdle, Iterate) inside its own callbacks")
 }
 
 // RunUntilIdle runs passes until no immediate work is left and no timer is
@@ -500,7 +505,7 @@ func (l *Loop) RunUntilIdle() {
 // or, with a ManualClock, Advance wakes it.
 func (l *Loop) Run(ctx context.Context) error {
 	if l.depth > 0 { // before the returns below, which would hide the misuse
-		nestedPass()
+		l.nestedPass()
 	}
 	l.owner.Store(goid())
 	l.driven = true

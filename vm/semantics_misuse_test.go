@@ -775,3 +775,111 @@ func TestSemMisuseThroughRecoveringStep(t *testing.T) {
 		})
 	}
 }
+
+// A function that recovers every panic, misuse reports included, and goes
+// on has not made the misuse go away: its flow fails with InternalError
+// and the misuse's ErrorInfo, as if the panic had reached the VM, in a
+// step, an error handler and a loop body alike.
+func TestSemMisuseSwallowedByRecoverAll(t *testing.T) {
+	misuses := []struct {
+		name, info string
+		do         func(l *vm.Loop, root, as vm.AsyncSteps, log *semLog)
+	}{
+		{"Success after Add", "sub-steps", func(_ *vm.Loop, _, as vm.AsyncSteps, log *semLog) {
+			as.Add(log.step("sub-step"))
+			as.Success()
+		}},
+		{"Success twice", "invalid handle", func(_ *vm.Loop, _, as vm.AsyncSteps, _ *semLog) {
+			as.Success()
+			as.Success()
+		}},
+		{"Add on the running root", "running root", func(_ *vm.Loop, root, _ vm.AsyncSteps, log *semLog) {
+			root.Add(log.step("added"))
+		}},
+		{"Immediate with nil", "nil function", func(l *vm.Loop, _, _ vm.AsyncSteps, _ *semLog) {
+			l.Immediate(nil)
+		}},
+		{"a nested pass", "inside its own callbacks", func(l *vm.Loop, _, _ vm.AsyncSteps, _ *semLog) {
+			l.RunUntilIdle()
+		}},
+	}
+	places := []struct {
+		name  string
+		build func(root vm.AsyncSteps, log *semLog, misuse func(as vm.AsyncSteps))
+	}{
+		{"step", func(root vm.AsyncSteps, log *semLog, misuse func(vm.AsyncSteps)) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { swallow(func() { misuse(as) }) })
+		}},
+		{"error handler", func(root vm.AsyncSteps, log *semLog, misuse func(vm.AsyncSteps)) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") },
+				func(as vm.AsyncSteps, _ string) { swallow(func() { misuse(as) }) })
+		}},
+		{"Repeat body", func(root vm.AsyncSteps, log *semLog, misuse func(vm.AsyncSteps)) {
+			root.Repeat(3, func(as vm.AsyncSteps, i int) {
+				log.add("iteration %d", i)
+				swallow(func() { misuse(as) })
+			})
+		}},
+	}
+	for _, pl := range places {
+		for _, m := range misuses {
+			t.Run(pl.name+"/"+m.name, func(t *testing.T) {
+				r := semStart(func(root vm.AsyncSteps, log *semLog) {
+					l := root.Tool()
+					pl.build(root, log, func(as vm.AsyncSteps) { m.do(l, root, as, log) })
+					root.Add(log.step("after"))
+				})
+				e := semFail(t, r.f, vm.InternalError)
+				semInfoMentions(t, e.Info, m.info)
+				for _, line := range r.log.lines {
+					if line != "iteration 0" {
+						t.Fatalf("the flow went on after the misuse: logged %q", r.log.lines)
+					}
+				}
+				r.root.Release()
+				if s := r.l.Stats(); s.ArenaInUse != 0 || s.RunningRoots != 0 || s.Panics != 0 {
+					t.Fatalf("after the flow: %+v", s)
+				}
+			})
+		}
+	}
+}
+
+// A misuse report that reaches the VM is settled there: the next flow to
+// run a frame at the same address (a root reused from the pool) is not
+// failed with it.
+func TestSemMisuseReportSettledOnce(t *testing.T) {
+	for _, where := range []string{"step", "error handler", "Repeat body"} {
+		t.Run(where, func(t *testing.T) {
+			l, _ := semLoop()
+			run := func(misuse bool) error {
+				root := l.NewSteps()
+				defer root.Release()
+				body := func(as vm.AsyncSteps) {
+					if misuse {
+						as.Add(nil)
+					}
+				}
+				switch where {
+				case "step":
+					root.Add(func(as vm.AsyncSteps, _ vm.Args) { body(as) })
+				case "error handler":
+					root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") },
+						func(as vm.AsyncSteps, _ string) { body(as); as.Success() })
+				default:
+					root.Repeat(1, func(as vm.AsyncSteps, _ int) { body(as) })
+				}
+				f := root.Promise()
+				l.RunUntilIdle()
+				_, err := semResult(t, f)
+				return err
+			}
+			if err := run(true); err == nil || err.(*vm.Error).Code != vm.InternalError {
+				t.Fatalf("the misusing flow ended with %v, want InternalError", err)
+			}
+			if err := run(false); err != nil {
+				t.Fatalf("the next flow failed with %v", err)
+			}
+		})
+	}
+}

@@ -97,7 +97,7 @@ func (as AsyncSteps) State() *State {
 // only recorded in r's state: the flow is already ending.
 func (l *Loop) misuse(r *root, info string) {
 	if l.inCall != 0 { // a step's function or error handler is the caller
-		panic(&Error{Code: InternalError, Info: info})
+		l.raiseMisuse(info)
 	}
 	if l.teardown > 0 {
 		// A cancel handler or destroy callback: the flow is already being
@@ -112,6 +112,33 @@ func (l *Loop) misuse(r *root, info string) {
 		r.st().recordError(InternalError, info)
 		l.raise(r, r.base(), InternalError)
 	}
+}
+
+// raiseMisuse panics with an InternalError carrying info. Inside the
+// call of a frame's function or error handler, that call's flow fails with
+// it even if the function recovers the panic and returns (takeLost).
+func (l *Loop) raiseMisuse(info string) {
+	e := &Error{Code: InternalError, Info: info}
+	if l.inCall != 0 {
+		l.lost, l.lostIn = e, l.inCall
+	}
+	panic(e)
+}
+
+// takeLost returns what the call of frame n that has just returned raised:
+// p, or, if the call made a misuse report it then recovered, that report.
+// A report made in a call nested in n's (another flow's error handler, say)
+// waits for that call's return.
+func (l *Loop) takeLost(p any, n *Node) any {
+	if l.lostIn != frameID(n) {
+		return p
+	}
+	e := l.lost
+	l.lost, l.lostIn = nil, 0
+	if p == nil {
+		return e
+	}
+	return p
 }
 
 // misuseAny reports misuse through a handle that may be invalid.
