@@ -246,16 +246,22 @@ func take[T any](res *loopRes, q *[]T) []T {
 }
 
 // rootFailed calls the C handler of unhandled errors that execute set.
+// The handler belongs to the run that execute started: it is taken before
+// the call, so that a later run Go executes, which gave none, does not
+// report to it (C may have freed its data by then), while a handler that
+// executes the root again sets the retried run's.
 func rootFailed(as vm.AsyncSteps, code string) {
 	ri := infoOf(as)
 	if ri == nil || ri.as != as || ri.ueh == nil {
 		return
 	}
 	ls := ri.ls
+	ueh, data := ri.ueh, ri.uehData
+	ri.ueh, ri.uehData = nil, 0
 	ccode := C.CString(code)
 	defer C.free(unsafe.Pointer(ccode))
 	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
-	C.stepvm_call_error(ri.ueh, ri.record(), ri.uehData, ccode, ls.id)
+	C.stepvm_call_error(ueh, ri.record(), data, ccode, ls.id)
 	ls.leave(s) // the run has ended: there is nothing to raise into
 }
 

@@ -162,6 +162,12 @@ func ReentryRunaway() int { return int(C.ctest_reentry_runaway()) }
 func ExecuteRefused(target unsafe.Pointer) { C.ctest_execute_refused(bsi(target)) }
 func AddExecute(p, target unsafe.Pointer)  { C.ctest_add_execute(bsi(p), bsi(target)) }
 
+// ExecuteRetrying executes root from C with a handler of unhandled errors
+// that prints "unhandled: <code>" and, the first time, adds a C step that
+// fails with "Again" and executes root again with itself, which then
+// only prints.
+func ExecuteRetrying(root unsafe.Pointer) { C.ctest_execute_retrying(bsi(root)) }
+
 // AddObjectThread adds a C step that waits and is completed from a thread
 // of its own with a custom object, whose cleanups ObjectCleanups counts.
 func AddObjectThread(p unsafe.Pointer) { C.ctest_add_object_thread(bsi(p)) }

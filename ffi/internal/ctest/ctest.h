@@ -91,5 +91,6 @@ void ctest_reentry_free(void);
 int ctest_reentry_runaway(void);
 void ctest_execute_refused(FutoInAsyncSteps* target);
 void ctest_add_execute(FutoInAsyncSteps* bsi, FutoInAsyncSteps* target);
+void ctest_execute_retrying(FutoInAsyncSteps* root);
 
 #endif

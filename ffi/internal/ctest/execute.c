@@ -1,5 +1,5 @@
 // A second execute of a running root, as C code that lost track of it
-// would make.
+// would make; a handler of unhandled errors that executes its root again.
 
 #include "ctest.h"
 
@@ -27,4 +27,30 @@ void ctest_execute_refused(FutoInAsyncSteps* target)
 void ctest_add_execute(FutoInAsyncSteps* bsi, FutoInAsyncSteps* target)
 {
     bsi->api->add(bsi, target, execute_step, NULL);
+}
+
+// A handler of unhandled errors that retries once: it adds to its root a
+// C step that fails with "Again" and executes the root again with itself
+// and no data, which makes it only print the next time.
+
+static void fail_again(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->handle_error(bsi, "Again", NULL);
+}
+
+static void retrying(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    ctest_sayf("unhandled: %s", code);
+    if (data) {
+        bsi->api->add(bsi, NULL, fail_again, NULL);
+        bsi->api->execute(bsi, NULL, retrying);
+    }
+}
+
+// ctest_execute_retrying executes root with that handler.
+void ctest_execute_retrying(FutoInAsyncSteps* root)
+{
+    root->api->execute(root, (void*)1, retrying);
 }
