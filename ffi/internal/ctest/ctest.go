@@ -228,3 +228,19 @@ func OddGrant(again bool) {
 	}
 	C.ctest_odd_grant(C.int(a))
 }
+
+// UnhandledNested executes failing from C with a handler of unhandled
+// errors, its step waiting, and adds to caller a C step that fails that
+// step through its record, from its own function or (inError) from its
+// error handler. The handler prints "unhandled: <code>", then makes the
+// call what (1 success, 2 add, 3 handle_error, 4 execute, 5 cancel, 6
+// setTimeout, 7 waitExternal, 8 breakLoop, 9 continueLoop, 10 free)
+// through the record through names (0 its own, 1 the caller's, 2 the
+// failed step's).
+func UnhandledNested(failing, caller unsafe.Pointer, inError bool, through, what int) {
+	e := 0
+	if inError {
+		e = 1
+	}
+	C.ctest_unhandled_nested(bsi(failing), bsi(caller), C.int(e), C.int(through), C.int(what))
+}

@@ -93,4 +93,8 @@ void ctest_execute_refused(FutoInAsyncSteps* target);
 void ctest_add_execute(FutoInAsyncSteps* bsi, FutoInAsyncSteps* target);
 void ctest_execute_retrying(FutoInAsyncSteps* root);
 
+/* unhandled.c */
+void ctest_unhandled_nested(FutoInAsyncSteps* failing, FutoInAsyncSteps* caller,
+        int in_error, int through, int what);
+
 #endif
