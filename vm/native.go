@@ -134,14 +134,25 @@ func (r *root) nativeReleased() {
 func (r *root) runReleased(h func(AsyncSteps)) {
 	was := r.teardown
 	r.teardown |= tearRelease
+	prev := r.l.enter(0)
+	defer func() {
+		r.l.leave(prev)
+		r.teardown = was
+	}()
 	h(AsyncSteps{r: r, epoch: r.rootEpoch})
-	r.teardown = was
 }
 
 // nativeFailed runs the failure hook for r; finish calls it for a run that
 // ends with error code.
+//
+// Both hooks run as no frame's code, as callFunc's callbacks do: a run may
+// end, and a root be released, inside another flow's step, whose function
+// the binding's calls must not be taken for (its misuse would fail that
+// flow).
 func (r *root) nativeFailed(code string) {
 	if h := nativeHooks.failed; h != nil {
+		prev := r.l.enter(0)
+		defer r.l.leave(prev)
 		h(AsyncSteps{r: r, epoch: r.rootEpoch}, code)
 	}
 }
