@@ -87,9 +87,6 @@ func TestUnhandledHandlerServesItsRun(t *testing.T) {
 // The same holds for a run that C executed and that ended without an
 // unhandled error: a later run Go executes does not report to the handler.
 func TestUnhandledHandlerAfterCleanEnd(t *testing.T) {
-	t.Skip("ffi learns of a run's end only when it fails: a run that succeeds or is canceled leaves " +
-		"execute's handler set for the next run, which Go may execute; telling runs apart needs the VM " +
-		"to report every run's end, or a run identity, to the binding (vm API)")
 	for _, how := range []string{"Success", "Cancel"} {
 		ctest.ResetTrace()
 		l, _ := newLoop()

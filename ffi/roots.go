@@ -70,7 +70,7 @@ func (v *cvar) destroy(loop C.uint32_t) {
 }
 
 func init() {
-	vm.SetNativeRootHooks(rootReleased, rootFailed)
+	vm.SetNativeRootHooks(rootReleased, rootEnded)
 }
 
 // infoOf returns the info attached to the root of as, in use or not, or nil.
@@ -245,19 +245,23 @@ func take[T any](res *loopRes, q *[]T) []T {
 	return v
 }
 
-// rootFailed calls the C handler of unhandled errors that execute set.
-// The handler belongs to the run that execute started: it is taken before
-// the call, so that a later run Go executes, which gave none, does not
-// report to it (C may have freed its data by then), while a handler that
-// executes the root again sets the retried run's.
-func rootFailed(as vm.AsyncSteps, code string) {
+// rootEnded calls the C handler of unhandled errors that execute set, if
+// the run failed with code. The handler belongs to the run that execute
+// started, however that run ends: it is taken before the call, so that a
+// later run Go executes, which gave none, does not report to it (C may
+// have freed its data by then), while a handler that executes the root
+// again sets the retried run's.
+func rootEnded(as vm.AsyncSteps, code string) {
 	ri := infoOf(as)
 	if ri == nil || ri.as != as || ri.ueh == nil {
 		return
 	}
-	ls := ri.ls
 	ueh, data := ri.ueh, ri.uehData
 	ri.ueh, ri.uehData = nil, 0
+	if code == "" {
+		return
+	}
+	ls := ri.ls
 	ccode := C.CString(code)
 	defer C.free(unsafe.Pointer(ccode))
 	s := ls.enter(vm.AsyncSteps{}, vm.Args{})

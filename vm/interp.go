@@ -864,14 +864,14 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 		l.inline = false
 	}
 	l.endEpoch(r)
-	if r.spawned { // the release cancels a run the failure hook restarts
+	if r.spawned { // the release cancels a run the end hook restarts
 		if r.reports(code) {
 			l.report(r, args, code, canceled)
 		}
 		l.release(r)
 		return
 	}
-	// report comes after the reset (its failure hook may execute r again);
+	// report comes after the reset (its end hook may execute r again);
 	// on the common path, nothing report needs is kept across the reset.
 	if r.reports(code) {
 		r.resetRun()
@@ -924,14 +924,14 @@ func (l *Loop) endRun(r *root, b, n *Node) {
 }
 
 // reports tells whether a run that ends with code (or "") has a Future to
-// resolve or a failure to report.
+// resolve, or a foreign binding's hook to tell.
 func (r *root) reports(code string) bool {
-	return r.state != nil && r.state.future != nil || code != ""
+	return r.state != nil && (r.state.future != nil || r.state.native != nil) || code != ""
 }
 
 // report is finish's rarer part, kept out of its frame: it resolves the
-// run's Future, if Promise made one, and reports an unhandled error to the
-// foreign binding's hook.
+// run's Future, if Promise made one, and tells the foreign binding's hook
+// how the run ended.
 func (l *Loop) report(r *root, args *argBuf, code string, canceled bool) {
 	if st := r.state; st != nil && st.future != nil {
 		f := st.future
@@ -945,8 +945,11 @@ func (l *Loop) report(r *root, args *argBuf, code string, canceled bool) {
 			f.resolve(Args{args}.detach(), nil)
 		}
 	}
-	if code != "" && !canceled {
-		r.nativeFailed(code)
+	if r.state != nil {
+		if canceled {
+			code = ""
+		}
+		r.nativeEnded(code)
 	}
 }
 

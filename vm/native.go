@@ -108,17 +108,20 @@ func RootID(as AsyncSteps) uint64 {
 // nativeHooks are the root life-cycle callbacks of SetNativeRootHooks.
 var nativeHooks struct {
 	released func(root AsyncSteps)
-	failed   func(root AsyncSteps, code string)
+	ended    func(root AsyncSteps, code string)
 }
 
 // SetNativeRootHooks exists for foreign-function bindings, which attach
 // foreign resources to roots. released runs when a root is released,
-// before its state is cleared, with a handle that is still valid; failed
-// runs when a run of a root ends with an error no handler settled, with
-// the error code. Either may be nil. It must be called before any loop
-// runs, typically from an init function; a second call replaces the hooks.
-func SetNativeRootHooks(released func(root AsyncSteps), failed func(root AsyncSteps, code string)) {
-	nativeHooks.released, nativeHooks.failed = released, failed
+// before its state is cleared, with a handle that is still valid. ended
+// runs when a run ends of a root that has a native value
+// (SetNativeRootValue), once the run is over: code is the error no handler
+// settled, or "" if the run succeeded or was canceled. (So a binding can
+// tell the runs it started from later ones.) Either may be nil. It must be
+// called before any loop runs, typically from an init function; a second
+// call replaces the hooks.
+func SetNativeRootHooks(released func(root AsyncSteps), ended func(root AsyncSteps, code string)) {
+	nativeHooks.released, nativeHooks.ended = released, ended
 }
 
 // nativeReleased runs the release hook for r; release calls it first,
@@ -142,15 +145,15 @@ func (r *root) runReleased(h func(AsyncSteps)) {
 	h(AsyncSteps{r: r, epoch: r.rootEpoch})
 }
 
-// nativeFailed runs the failure hook for r; finish calls it for a run that
-// ends with error code.
+// nativeEnded runs the end hook for r, whose run has ended with code
+// ("" for success or cancellation); report calls it.
 //
 // Both hooks run as no frame's code, as callFunc's callbacks do: a run may
 // end, and a root be released, inside another flow's step, whose function
 // the binding's calls must not be taken for (its misuse would fail that
 // flow).
-func (r *root) nativeFailed(code string) {
-	if h := nativeHooks.failed; h != nil {
+func (r *root) nativeEnded(code string) {
+	if h := nativeHooks.ended; h != nil && r.state.native != nil {
 		prev := r.l.enter(0)
 		defer r.l.leave(prev)
 		h(AsyncSteps{r: r, epoch: r.rootEpoch}, code)

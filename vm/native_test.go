@@ -6,11 +6,13 @@ import (
 	"github.com/stepvm/stepvm/vm"
 )
 
-// A foreign binding's failure hook runs once the failed run is over: a
-// hook that executes the root again (a retry from C's unhandled-error
-// handler) starts a clean run that completes, rather than one whose root
-// frame the end of the failed run then wipes, leaving it running for good.
-func TestNativeFailedHookMayRestart(t *testing.T) {
+// A foreign binding's end hook runs once the run is over, for the roots
+// the binding attached a value to, with the error code no handler settled
+// ("" for a run that succeeded). A hook that executes the root again (a
+// retry from C's unhandled-error handler) starts a clean run that
+// completes, rather than one whose root frame the end of the failed run
+// then wipes, leaving it running for good.
+func TestNativeEndedHookMayRestart(t *testing.T) {
 	var log []string
 	vm.SetNativeRootHooks(nil, func(root vm.AsyncSteps, code string) {
 		log = append(log, "hook "+code)
@@ -22,17 +24,23 @@ func TestNativeFailedHookMayRestart(t *testing.T) {
 	defer vm.SetNativeRootHooks(nil, nil)
 	l := vm.NewLoop()
 	defer l.Close()
+	plain := l.NewSteps() // no native value: the hook is not the binding's to run
+	plain.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Plain") })
+	plain.Execute()
+	l.RunUntilIdle()
 	root := l.NewSteps()
+	vm.SetNativeRootValue(root, "binding's")
 	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("Boom") })
 	root.Add(func(vm.AsyncSteps, vm.Args) { log = append(log, "never") })
 	root.Execute()
 	l.RunUntilIdle()
-	if len(log) != 2 || log[0] != "hook Boom" || log[1] != "retry" {
-		t.Fatalf("trace %q, want the hook, then the retried run's step", log)
+	if len(log) != 3 || log[0] != "hook Boom" || log[1] != "retry" || log[2] != "hook " {
+		t.Fatalf("trace %q, want the hook, the retried run's step, the hook again", log)
 	}
 	if s := l.Stats(); s.RunningRoots != 0 || s.Queued != 0 {
 		t.Fatalf("after the retry: %+v, want nothing running or queued", s)
 	}
+	plain.Release()
 	root.Release()
 	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
 		t.Fatalf("after Release: %+v", s)
