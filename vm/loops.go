@@ -114,3 +114,151 @@ func (as AsyncSteps) loopCtl(u *unwinding, label []string) {
 	n.Flags |= opcodes.FlagRaised // see swallowed
 	panic(u)
 }
+
+// iterate runs the next iteration of loop frame L, or completes L when a
+// Repeat has run its count. Iterations whose body returns without adding
+// sub-steps or waiting complete on the spot, and while nothing else is
+// queued the next one runs in the same turn (as the inline continuation
+// would), reusing the iteration frame and the protected call: an empty
+// iteration costs a call.
+func (l *Loop) iterate(r *root, th, L *Node) {
+	thSeq := th.Seq
+	var as AsyncSteps
+	live, p := l.callIterations(r, th, L, &as)
+	n := as.n
+	if n == nil { // the Repeat has run its count
+		l.complete(r, th, L, nil)
+		return
+	}
+	if live && n.Head != 0 && n.Flags&opcodes.FlagRaised == 0 && l.lost == nil {
+		l.schedule(r, th, nil) // after's common case in line: the body added steps
+		return
+	}
+	l.after(r, th, thSeq, as, p)
+}
+
+// callIterations runs iterations of L under one recover until one does not
+// end by implicit success, the budget runs out, other work is queued, or a
+// Repeat has run its count (as.n is nil then). as is the handle of the last
+// iteration run; live reports returnedLive of its call, which the loop has
+// tested already.
+func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, p any) {
+	prev := l.enter(0)
+	returned := false
+	defer func() {
+		if !returned { // as in callExec
+			p = recover()
+			if l.lost != nil {
+				p = l.takeLost(p, as.n)
+			}
+			// live may still be an earlier iteration's, which ended at
+			// once: iterate would schedule the sub-steps this one added
+			// and drop what it raised.
+			live = false
+		}
+		l.leave(prev)
+	}()
+	epoch := r.runEpoch
+	Lk := th.Ops().Top() // L is the innermost frame
+	// rep is set exactly for a Repeat (bodies are not nil), loop otherwise.
+	var rep func(AsyncSteps, int)
+	var loop func(AsyncSteps)
+	if L.Op == opcodes.OpRepeat {
+		rep, _ = r.slot(L.Fn).(func(AsyncSteps, int))
+	} else {
+		loop, _ = r.slot(L.Fn).(func(AsyncSteps))
+	}
+	for budget := inlineBudget; ; budget-- {
+		var i uint64
+		if rep != nil {
+			o := L.Ops()
+			if o.A >= o.B {
+				*as = AsyncSteps{}
+				returned = true
+				return false, nil
+			}
+			i = o.A
+			o.A++
+		}
+		var it *Node
+		itk := L.Tail
+		if itk != 0 { // an iteration frame parked by the previous iteration
+			it = at(itk)
+			L.Tail = 0
+			it.Seq = r.nextSeq()
+		} else {
+			it = r.newNode(opcodes.OpIter)
+			itk = link(it)
+		}
+		it.Parent = Lk
+		it.Flags = opcodes.FlagRunning
+		L.Flags |= opcodes.FlagChild
+		th.Ops().SetTop(itk)
+		*as = AsyncSteps{r: r, n: it, seq: it.Seq, epoch: epoch}
+		l.inCall = frameID(it)
+		if rep != nil {
+			rep(*as, int(i))
+		} else {
+			loop(*as)
+		}
+		l.inCall = 0
+		live = r.runEpoch == epoch && it.Seq == as.seq && th.Ops().Top() == itk
+		if !live || it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
+			budget == 0 || l.runq.len() > 0 || l.lost != nil {
+			returned = true
+			return live, nil // the caller finishes this iteration as any step
+		}
+		th.Ops().SetTop(Lk) // implicit success: park the frame for the next iteration
+		L.Flags &^= opcodes.FlagChild
+		it.Seq = 0
+		L.Tail = itk
+	}
+}
+
+// loopControl carries out Break (brk) or Continue of the innermost loop,
+// or of the loop labelled label, unwinding the frames in between (their
+// cancel handlers run, their error handlers do not: a break is not an
+// error). Leaving a branch aborts its parallel step. With no such loop it
+// records the misuse and returns false: the caller raises InternalError
+// from where the call was made.
+func (l *Loop) loopControl(r *root, th *Node, brk bool, label string) bool {
+	var target *Node
+	for f := top(th); f != nil; f = parent(f) {
+		if f.Op.IsLoop() && (label == "" || r.label(f.Err) == label) {
+			target = f
+			break
+		}
+	}
+	if target == nil {
+		what := "Continue"
+		if brk {
+			what = "Break"
+		}
+		info := what + " outside of a loop"
+		if label != "" {
+			info = what + ": no enclosing loop is labelled " + label
+		}
+		r.st().recordError(InternalError, info)
+		return false
+	}
+	epoch := r.runEpoch
+	l.stopThread(th)
+	for f := top(th); f != target; f = top(th) {
+		if f.Op.IsBase() { // leave the branch; its siblings go with the parallel
+			f.Flags |= opcodes.FlagDone
+			th = threadOf(at(f.Parent))
+			l.stopThread(th)
+			continue
+		}
+		if !l.cancelFrame(r, f) || r.runEpoch != epoch {
+			return true
+		}
+		l.popFrame(r, th, f)
+	}
+	if brk {
+		l.complete(r, th, target, nil)
+	} else {
+		l.schedule(r, th, nil)
+	}
+	return true
+}

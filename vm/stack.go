@@ -74,3 +74,49 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 // frames share a node, so its link with its Seq is unique among the
 // owners of live allocations.
 func stackOwner(n *Node) uint64 { return uint64(link(n))<<32 | uint64(n.Seq) }
+
+// destroyStack runs the destroy callbacks of frame n's Stack allocations,
+// newest first, and frees them. Its callers hold frames of r across it (n,
+// detached from its thread, and n's parent), so the callbacks must not end
+// the run or unwind a thread: n is marked canceling, which makes calls
+// through its handle do nothing, and r's teardown tearDestroy (see
+// endLater and Error). The parent, which its callers have already told it
+// has no child running, is marked as having one again meanwhile, so that
+// its handle refuses to complete it (this keeps that cost off the callers'
+// common path).
+func (l *Loop) destroyStack(r *root, n *Node) {
+	owner := stackOwner(n)
+	n.Flags |= opcodes.FlagCanceling // the frame is ending: it is freed next
+	var parentChild opcodes.Flags
+	if n.Parent != 0 {
+		p := at(n.Parent)
+		parentChild = p.Flags & opcodes.FlagChild
+		p.Flags |= opcodes.FlagChild
+	}
+	// Nested when a callback completes a step of another branch of r.
+	was := r.teardown
+	r.teardown |= tearDestroy
+	for {
+		p, d, ok := r.allocs().Take(owner)
+		if !ok {
+			break
+		}
+		if d != 0 {
+			if fn, ok := r.slot(d).(func(unsafe.Pointer)); ok {
+				if v := l.callDestroy(fn, p); v != nil {
+					if _, ok := v.(*unwinding); !ok { // Error through n's handle
+						r.st().recordPanic(v)
+					}
+				}
+			}
+			r.freeSlot(d)
+		}
+		r.allocs().Free(&r.a, p)
+	}
+	r.teardown = was
+	if n.Parent != 0 {
+		p := at(n.Parent)
+		p.Flags = p.Flags&^opcodes.FlagChild | parentChild
+	}
+	n.Flags &^= opcodes.FlagStack
+}

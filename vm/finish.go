@@ -1,0 +1,107 @@
+package vm
+
+import (
+	"unsafe"
+
+	"github.com/stepvm/stepvm/opcodes"
+)
+
+// The end of a run: the run epoch moves on (every step handle and queued
+// task of the run turns stale), the root's memory is reset, and the Future
+// and the foreign binding's hook hear how it ended.
+
+// finish ends the run of r: with args on success, with code on error, or
+// canceled. The root stays usable (State, Add, Execute) until Release.
+func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
+	if l.cur == rootID(r) {
+		l.inline = false
+	}
+	l.endEpoch(r)
+	if r.spawned { // the release cancels a run the end hook restarts
+		if r.reports(code) {
+			l.report(r, args, code, canceled)
+		}
+		l.release(r)
+		return
+	}
+	// report comes after the reset (its end hook may execute r again);
+	// on the common path, nothing report needs is kept across the reset.
+	if r.reports(code) {
+		r.resetRun()
+		l.report(r, args, code, canceled)
+		return
+	}
+	r.resetRun()
+}
+
+// endEpoch ends the run of r: its step handles and queued tasks turn
+// stale, and it no longer counts as running.
+func (l *Loop) endEpoch(r *root) {
+	r.status = rootReady // until resetRun: the root frame is still started
+	r.runEpoch++
+	l.running--
+	r.a.SetMarkAgain(markLive) // a root's arena has its first chunk from newRoot on
+}
+
+// endRun is freeNode(n), then finish(r, nil, "", false), for a flow whose
+// last step n has just completed in step's fast path (so r is l.cur), with
+// root frame b. It takes the common case in line: a run that has no slot in
+// use but n's and nothing to report. Its steps mirror freeNode's, finish's
+// and resetRun's for that case: n's slot goes with the truncation of the
+// tables, and resetRun has no queue to free and a ready root to make idle.
+func (l *Loop) endRun(r *root, b, n *Node) {
+	if n.Err != 0 || r.state != nil || len(r.slots) != len(r.freeSlots)+1 {
+		r.freeNode(n)
+		l.finish(r, nil, "", false)
+		return
+	}
+	r.slots[n.Fn-1] = nil
+	r.slots, r.freeSlots = r.slots[:0], r.freeSlots[:0]
+	n.Seq = 0
+	if n.Wide {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)
+	} else {
+		r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
+	}
+	l.inline = false
+	l.endEpoch(r)
+	b.Seq = 0
+	(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
+	r.status = rootIdle
+	if !r.a.Settled() {
+		r.a.Reset()
+	}
+	if r.spawned {
+		l.release(r) // which finds the run reset
+	}
+}
+
+// reports tells whether a run that ends with code (or "") has a Future to
+// resolve, or a foreign binding's hook to tell.
+func (r *root) reports(code string) bool {
+	return r.state != nil && (r.state.future != nil || r.state.native != nil) || code != ""
+}
+
+// report is finish's rarer part, kept out of its frame: it resolves the
+// run's Future, if Promise made one, and tells the foreign binding's hook
+// how the run ended.
+func (l *Loop) report(r *root, args *argBuf, code string, canceled bool) {
+	if st := r.state; st != nil && st.future != nil {
+		f := st.future
+		st.future = nil
+		switch {
+		case canceled:
+			f.resolve(Args{}, ErrCanceled)
+		case code != "":
+			f.resolve(Args{}, &Error{Code: code, Info: r.st().errorInfo})
+		default:
+			f.resolve(Args{args}.detach(), nil)
+		}
+	}
+	if r.state != nil {
+		if canceled {
+			code = ""
+		}
+		r.nativeEnded(code)
+	}
+}
