@@ -229,14 +229,15 @@ func (m *machine) after(f *frame, out outcome) {
 func (m *machine) complete(f *frame, args []prog.Value) { m.completeIn(f, args, false) }
 
 // completeIn is complete; inCall reports that a step function or error
-// handler of the thread whose turn it is called Success. A thread whose
-// last frame ends that way ends in its next turn (vm: "a thread's base
-// completes in its next turn when completed from inside its own call").
+// handler of f's thread called Success. A thread whose last frame ends
+// that way ends in its next turn, also when the handler ran outside the
+// thread's turn: from a timer, a Resumer's completion or the turn of a
+// branch whose error reached it (vm's complete).
 func (m *machine) completeIn(f *frame, args []prog.Value, inCall bool) {
 	for {
 		th := f.th
 		if f.kind == fBase {
-			if inCall && th == m.cur {
+			if inCall {
 				m.schedule(th, args)
 				return
 			}

@@ -28,8 +28,8 @@
 //     enclosing step whose sub-steps are done (vm/doc.go). But when that
 //     reaches the bottom of a thread (the root, or a branch) from inside
 //     a step function or error handler of that thread, the thread ends in
-//     its next turn (as the VM does since the fix of BUG-S2; vm/doc.go
-//     does not say so).
+//     its next turn, even when a timer, a Resumer or a branch's error ran
+//     the handler outside that turn (vm/doc.go "Scheduling").
 //   - Errors unwind from the innermost frame of their thread; each frame on
 //     the way stops its timeout, runs its cancel handler, then its error
 //     handler if it has one that has not run (FTN12 1.2, 1.2.1; vm/doc.go
