@@ -60,7 +60,6 @@ const (
 	FlagDone                        // branch finished (success or canceled)
 	FlagResumer                     // a Resumer slot is attached (in the record Next names)
 	FlagCanceling                   // being canceled: calls through its handle are ignored
-	FlagRaised                      // its function called Error, Break or Continue, whose panic is in flight
 )
 
 // Node is one instruction and, once it runs, its frame, without a Go

@@ -77,26 +77,6 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 	return outError, InternalError
 }
 
-// swallowed reports whether the function of frame n, which has returned,
-// called Error, Break or Continue first: it then recovered their panic and
-// went on, and what it did next (added steps, waited, returned for
-// implicit success) is not for its flow to act on. The flow's state then
-// records InternalError, which the caller raises.
-func (l *Loop) swallowed(r *root, n *Node) bool {
-	if n.Flags&opcodes.FlagRaised == 0 {
-		return false
-	}
-	n.Flags &^= opcodes.FlagRaised
-	r.st().recordError(InternalError, "the step's function returned after Error, Break or Continue: "+swallowedInfo)
-	return true
-}
-
-// swallowedInfo says what a function that swallows the VM's unwinding did
-// wrong. (A C function that Go calls directly, not through ffi's step
-// calls, does the same with handle_error, breakLoop or continueLoop: no
-// panic crosses C.)
-const swallowedInfo = "their panic did not reach the VM (a recover must re-panic what IsUnwinding reports)"
-
 // codeless returns the error a panic with e, a *Error without a code (or
 // nil), raises: InternalError with e's info, as Error("") does. A flow
 // must not end with no code, which reads as success, nor LastException
@@ -230,7 +210,7 @@ func (l *Loop) step(r *root, th *Node) {
 		p := l.callExec(fn, as, Args{l.argsCur})
 		l.leave(prev)
 		if returnedLive(r, th, as, p) && n.Head == 0 {
-			if n.Next == 0 && n.Flags == opcodes.FlagRunning && l.lost == nil {
+			if n.Next == 0 && n.Flags == opcodes.FlagRunning && l.raised == nil {
 				// The common case in line: a plain step (no sub-steps, timer,
 				// cancel handler, wait or Stack memory) ended by implicit
 				// success (FTN12 1.6): complete's first round, with endFrame
@@ -255,7 +235,7 @@ func (l *Loop) step(r *root, th *Node) {
 				}
 				return
 			}
-			if n.Flags&(opcodes.FlagWait|opcodes.FlagRaised) == opcodes.FlagWait && l.lost == nil {
+			if n.Flags&opcodes.FlagWait != 0 && l.raised == nil {
 				return // the next common case: the step waits (as in after)
 			}
 		}
@@ -293,8 +273,8 @@ func returnedLive(r *root, th *Node, as AsyncSteps, p any) bool {
 // the sub-steps it added, or completes it implicitly (FTN12 1.6) unless it
 // waits for an external event.
 func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
-	if l.lost != nil {
-		p = l.takeLost(p, as.n)
+	if l.raised != nil {
+		p = l.takeRaised(p, as.n)
 	}
 	if r.runEpoch != as.epoch || th.Seq != thSeq {
 		return // the flow or this branch ended during the call
@@ -302,9 +282,6 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 	n := as.n
 	alive := n.Seq == as.seq
 	if p != nil {
-		if alive {
-			n.Flags &^= opcodes.FlagRaised // the unwinding reached the VM
-		}
 		out, code := l.classify(r, p, &l.pend)
 		switch out {
 		case outError:
@@ -318,10 +295,6 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 	}
 	if !alive || top(th) != n {
 		return // completed or unwound during the call
-	}
-	if l.swallowed(r, n) {
-		l.raise(r, th, InternalError)
-		return
 	}
 	if n.Head != 0 {
 		l.schedule(r, th, nil)

@@ -78,11 +78,12 @@ type Loop struct {
 	spill     []argBuf
 	spillFree []uint32
 	pend      pending // what the in-flight unwinding panic carries
-	// lost is the misuse report last panicked with inside the call of
-	// frame lostIn, until that call returns (takeLost): a function that
-	// recovers it and goes on must not make the misuse go away.
-	lost   *Error
-	lostIn uintptr
+	// raised is what the call of frame raisedIn last panicked with for the
+	// VM to act on (Error, Break, Continue, a misuse report), kept until
+	// that call returns (takeRaised): a function that recovers it and goes
+	// on must not make it go away.
+	raised   any
+	raisedIn uintptr
 }
 
 // Node is the encoded step record the interpreter works on.

@@ -111,8 +111,7 @@ func (as AsyncSteps) loopCtl(u *unwinding, label []string) {
 	if len(label) > 0 {
 		l.pend.label = label[0]
 	}
-	n.Flags |= opcodes.FlagRaised // see swallowed
-	panic(u)
+	l.raiseInCall(u)
 }
 
 // iterate runs the next iteration of loop frame L, or completes L when a
@@ -130,7 +129,7 @@ func (l *Loop) iterate(r *root, th, L *Node) {
 		l.complete(r, th, L, nil)
 		return
 	}
-	if live && n.Head != 0 && n.Flags&opcodes.FlagRaised == 0 && l.lost == nil {
+	if live && n.Head != 0 && l.raised == nil {
 		l.schedule(r, th, nil) // after's common case in line: the body added steps
 		return
 	}
@@ -148,8 +147,8 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 	defer func() {
 		if !returned { // as in callExec
 			p = recover()
-			if l.lost != nil {
-				p = l.takeLost(p, as.n)
+			if l.raised != nil {
+				p = l.takeRaised(p, as.n)
 			}
 			// live may still be an earlier iteration's, which ended at
 			// once: iterate would schedule the sub-steps this one added
@@ -204,7 +203,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 		l.inCall = 0
 		live = r.runEpoch == epoch && it.Seq == as.seq && th.Ops().Top() == itk
 		if !live || it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
-			budget == 0 || l.runq.len() > 0 || l.lost != nil {
+			budget == 0 || l.runq.len() > 0 || l.raised != nil {
 			returned = true
 			return live, nil // the caller finishes this iteration as any step
 		}

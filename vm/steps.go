@@ -114,32 +114,46 @@ func (l *Loop) misuse(r *root, info string) {
 	}
 }
 
-// raiseMisuse panics with an InternalError carrying info. Inside the
-// call of a frame's function or error handler, that call's flow fails with
-// it even if the function recovers the panic and returns (takeLost).
+// raiseMisuse panics with an InternalError carrying info (see raiseInCall).
 func (l *Loop) raiseMisuse(info string) {
-	e := &Error{Code: InternalError, Info: info}
-	if l.inCall != 0 {
-		l.lost, l.lostIn = e, l.inCall
-	}
-	panic(e)
+	l.raiseInCall(&Error{Code: InternalError, Info: info})
 }
 
-// takeLost returns what the call of frame n that has just returned raised:
-// p, or, if the call made a misuse report it then recovered, that report.
-// A report made in a call nested in n's (another flow's error handler, say)
-// waits for that call's return.
-func (l *Loop) takeLost(p any, n *Node) any {
-	if l.lostIn != frameID(n) {
+// raiseInCall panics with p, which the VM acts on, out of the function
+// being called. Inside the call of a frame's function or error handler it
+// also keeps p until that call returns (takeRaised), so that the call's
+// flow fails even if the function recovers the panic and returns.
+func (l *Loop) raiseInCall(p any) {
+	if l.inCall != 0 {
+		l.raised, l.raisedIn = p, l.inCall
+	}
+	panic(p)
+}
+
+// takeRaised returns what the call of frame n that has just returned
+// raised: p, or, if the function recovered what it raised for the VM and
+// went on, an InternalError saying so. What a call nested in n's raised
+// (another flow's error handler, say) waits for that call's return.
+func (l *Loop) takeRaised(p any, n *Node) any {
+	if l.raisedIn != frameID(n) {
 		return p
 	}
-	e := l.lost
-	l.lost, l.lostIn = nil, 0
-	if p == nil {
-		return e
+	q := l.raised
+	l.raised, l.raisedIn = nil, 0
+	if p != nil {
+		return p
 	}
-	return p
+	if _, ok := q.(*unwinding); ok {
+		return &Error{Code: InternalError, Info: "the step's function returned after Error, Break or Continue: " + swallowedInfo}
+	}
+	return q // a misuse report
 }
+
+// swallowedInfo says what a function that swallows the VM's unwinding did
+// wrong. (A C function that Go calls directly, not through ffi's step
+// calls, does the same with handle_error, breakLoop or continueLoop: no
+// panic crosses C.)
+const swallowedInfo = "their panic did not reach the VM (a recover must re-panic what IsUnwinding reports)"
 
 // misuseAny reports misuse through a handle that may be invalid.
 func (as AsyncSteps) misuse(info string) {
@@ -363,15 +377,13 @@ func (as AsyncSteps) Success(vals ...Value) {
 	if n.Flags&opcodes.FlagCanceling != 0 {
 		return
 	}
-	if n.Head != 0 || n.Flags&(opcodes.FlagChild|opcodes.FlagRaised) != 0 {
-		if n.Head != 0 || n.Flags&opcodes.FlagChild != 0 {
-			r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
-			return
-		}
-		if frameID(n) == r.l.inCall { // else an external completion while n unwinds
-			r.l.misuse(r, "Success after Error, Break or Continue: "+swallowedInfo)
-			return
-		}
+	if n.Head != 0 || n.Flags&opcodes.FlagChild != 0 {
+		r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
+		return
+	}
+	if r.l.raisedIn == frameID(n) && r.l.inCall == frameID(n) { // else an external completion while n unwinds
+		r.l.misuse(r, "Success after Error, Break, Continue or a misuse report: "+swallowedInfo)
+		return
 	}
 	if n.Op == opcodes.OpParallel && n.Flags&opcodes.FlagInError == 0 {
 		r.l.misuse(r, "Success on a parallel step")
@@ -422,12 +434,12 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		code = InternalError
 	}
 	if frameID(n) == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
-		if n.Flags&opcodes.FlagCanceling == 0 {
-			r.st().recordError(code, inf)
-			n.Flags |= opcodes.FlagRaised // see swallowed
-		}
 		l.pend.code = code
-		panic(unwindError)
+		if n.Flags&opcodes.FlagCanceling != 0 {
+			panic(unwindError)
+		}
+		r.st().recordError(code, inf)
+		l.raiseInCall(unwindError)
 	}
 	if n.Flags&opcodes.FlagChild != 0 && n.Flags&opcodes.FlagInError == 0 {
 		l.misuse(r, "Error through the handle of a step whose sub-steps are running")

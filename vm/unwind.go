@@ -58,26 +58,24 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	}
 	epoch, seq, thSeq := r.runEpoch, f.Seq, th.Seq
 	h, _ := r.slot(f.Err).(ErrorFunc)
-	// A FlagRaised f has already is its step function's, whose unwinding
-	// this handler runs nested in (see below): it is not the handler's to
-	// answer for, and goes back for after once the handler returns.
-	raised := f.Flags & opcodes.FlagRaised
-	f.Flags = f.Flags&^opcodes.FlagRaised | opcodes.FlagInError
+	f.Flags |= opcodes.FlagInError
 	prevTh := l.errTh
 	l.errTh = th
 	// The handler's unwinding must not replace what an unwinding in flight
 	// carries: Error through a waiting step's handle from a deferred
 	// function of a step that is unwinding with an Error of its own runs
-	// this handler nested in that unwinding.
-	outer := l.pend
+	// this handler nested in that unwinding. That step may be f itself, so
+	// what its function raised waits aside while f's handler runs.
+	outer, outerRaised, outerIn := l.pend, l.raised, l.raisedIn
+	l.raised, l.raisedIn = nil, 0
 	prev := l.enter(frameID(f))
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
 	l.leave(prev)
-	if l.lost != nil {
-		p = l.takeLost(p, f)
+	if l.raised != nil {
+		p = l.takeRaised(p, f)
 	}
 	pd := l.pend
-	l.pend = outer
+	l.pend, l.raised, l.raisedIn = outer, outerRaised, outerIn
 	l.errTh = prevTh
 	if r.runEpoch != epoch {
 		return "", true
@@ -93,11 +91,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 		}
 		return "", true // Success: the flow goes on after f
 	}
-	if p == nil && l.swallowed(r, f) {
-		p = unwindError
-		pd.code = InternalError
-	}
-	f.Flags = f.Flags&^(opcodes.FlagInError|opcodes.FlagRaised) | raised
+	f.Flags &^= opcodes.FlagInError
 	out, c := l.classify(r, p, &pd)
 	switch out {
 	case outReturn:
