@@ -12,16 +12,6 @@ import (
 // Loops combined with parallel steps, timeouts, cancel handlers and Stack
 // memory.
 
-// semClean fails t unless l holds nothing for a flow any more: no arena
-// bytes, running roots, timers, queued work or callback records.
-func semClean(t *testing.T, l *vm.Loop) {
-	t.Helper()
-	s := l.Stats()
-	if s.ArenaInUse != 0 || s.RunningRoots != 0 || s.Timers != 0 || s.Queued != 0 || vm.CallbacksInUse(l) != 0 {
-		t.Fatalf("not clean: %+v callbacks=%d", s, vm.CallbacksInUse(l))
-	}
-}
-
 // An iteration that adds a sub-step and then unwinds (Break, Continue, a
 // panic, Error) is carried out as the unwinding says, also when an earlier
 // iteration of the same turn ended by implicit success: the sub-step never

@@ -503,9 +503,7 @@ func TestSemSwallowedUnwindingIsInternalError(t *testing.T) {
 				t.Fatalf("the loop went on after the unwinding was swallowed: logged %q", r.log.lines)
 			}
 			r.root.Release()
-			if s := r.l.Stats(); s.ArenaInUse != 0 || s.RunningRoots != 0 {
-				t.Fatalf("after the flow: %+v", s)
-			}
+			semClean(t, r.l)
 		})
 	}
 }
@@ -547,9 +545,7 @@ func TestSemHandlerNestedInItsStepsUnwinding(t *testing.T) {
 			}
 			root.Release()
 			other.Release()
-			if s := l.Stats(); s.ArenaInUse != 0 || s.RunningRoots != 0 {
-				t.Fatalf("after the flows: %+v", s)
-			}
+			semClean(t, l)
 		})
 	}
 }

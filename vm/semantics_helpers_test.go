@@ -325,3 +325,13 @@ func (s semSeen) expectRecorded(t *testing.T, code, info string, words ...string
 	}
 	semInfoMentions(t, e.Info, words...)
 }
+
+// semClean fails t unless l holds nothing for a flow any more: no arena
+// bytes, running roots, timers, queued work or callback records.
+func semClean(t *testing.T, l *vm.Loop) {
+	t.Helper()
+	s := l.Stats()
+	if s.ArenaInUse != 0 || s.RunningRoots != 0 || s.Timers != 0 || s.Queued != 0 || vm.CallbacksInUse(l) != 0 {
+		t.Fatalf("not clean: %+v callbacks=%d", s, vm.CallbacksInUse(l))
+	}
+}
