@@ -120,15 +120,8 @@ func (w *fwrap) settle() {
 	defer func() { _ = recover() }()
 	switch e := p.(type) {
 	case *vm.Error:
-		// As in a vm step: a nil or code-less *Error is InternalError.
-		switch {
-		case e == nil:
-			w.raise(vm.InternalError, "panic with a nil *Error")
-		case e.Code == "":
-			w.raise(vm.InternalError, e.Info)
-		default:
-			w.raise(e.Code, e.Info)
-		}
+		e = vm.RaisedError(e) // as in a vm step
+		w.raise(e.Code, e.Info)
 		return
 	}
 	if !vm.IsUnwinding(p) {

@@ -99,6 +99,21 @@ func WrapForeign(f Foreign) AsyncSteps {
 // behind a handle WrapForeign made, and nil for any other handle.
 func ForeignOf(as AsyncSteps) Foreign { return as.foreign() }
 
+// RaisedError returns the error a panic with e raises in a step: e, or,
+// for a *Error without a code (or nil), InternalError with e's info, as
+// Error("") does. A flow must not end with no code, which reads as
+// success, nor LastException hold a nil *Error. Foreign-function bindings
+// raise what their functions panic with the same way.
+func RaisedError(e *Error) *Error {
+	switch {
+	case e == nil:
+		return &Error{Code: InternalError, Info: "panic with a nil *Error"}
+	case e.Code == "":
+		return &Error{Code: InternalError, Info: e.Info}
+	}
+	return e
+}
+
 // IsUnwinding reports whether p, recovered in a step function or in a Go
 // function that a foreign engine called, is a panic the VM acts on: the
 // sentinel with which Error, Break or Continue unwind that function (see

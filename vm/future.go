@@ -80,9 +80,7 @@ func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError 
 			}
 			var e *Error
 			if errors.As(err, &e) {
-				if e == nil { // a nil *Error returned as an error: it is one
-					e = codeless(e)
-				}
+				e = RaisedError(e) // a nil *Error returned as an error is one
 				res.Error(e.Code, e.Info)
 			} else {
 				res.Error(InternalError, err.Error())

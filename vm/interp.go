@@ -65,9 +65,7 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 		}
 		return v.what, pd.label
 	case *Error:
-		if v == nil || v.Code == "" {
-			v = codeless(v)
-		}
+		v = RaisedError(v)
 		r.st().recordError(v.Code, v.Info)
 		r.st().recordPanic(v)
 		return outError, v.Code
@@ -75,17 +73,6 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 	r.st().recordError(InternalError, fmt.Sprint(p))
 	r.st().recordPanic(p)
 	return outError, InternalError
-}
-
-// codeless returns the error a panic with e, a *Error without a code (or
-// nil), raises: InternalError with e's info, as Error("") does. A flow
-// must not end with no code, which reads as success, nor LastException
-// hold a nil *Error.
-func codeless(e *Error) *Error {
-	if e == nil {
-		return &Error{Code: InternalError, Info: "panic with a nil *Error"}
-	}
-	return &Error{Code: InternalError, Info: e.Info}
 }
 
 // runThread runs the next step of the thread task t names, then, while the

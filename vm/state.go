@@ -98,8 +98,8 @@ func (s *State) recordLast(code, info string) {
 }
 
 func (s *State) recordPanic(v any) {
-	if e, ok := v.(*Error); ok && (e == nil || e.Code == "") {
-		v = codeless(e)
+	if e, ok := v.(*Error); ok {
+		v = RaisedError(e)
 	}
 	s.lastPanic, s.hasLast = v, true
 }
