@@ -10,7 +10,7 @@ import (
 type token struct {
 	p    *int
 	a, b uint32
-	v    [4]uint64
+	_    [4]uint64 // room for the values
 }
 
 func TestNewRingCapacity(t *testing.T) {

@@ -229,7 +229,7 @@ func (p *parser) block(ctx context, labels []string) []Stmt {
 
 // keyword names the statement s for error messages.
 func keyword(s Stmt) string {
-	switch s.(type) {
+	switch s := s.(type) {
 	case *Success:
 		return "success"
 	case *Error:
@@ -243,7 +243,7 @@ func keyword(s Stmt) string {
 	case *Panic:
 		return "panic"
 	case *Cancel:
-		if s.(*Cancel).Release {
+		if s.Release {
 			return "release"
 		}
 		return "cancel"
