@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"errors"
+	"runtime"
 )
 
 // Future is the result of a root run through Promise (FTN12 1.13).
@@ -10,6 +11,20 @@ type Future struct {
 	done chan struct{}
 	args Args
 	err  error
+	// dropped settles the Future if the program drops its root while the
+	// run waits for what nothing can deliver any more, and the collector
+	// reclaims it: the run never ends, and whoever waits on the Future
+	// would wait for good. The run's end stops it.
+	dropped runtime.Cleanup
+}
+
+// errDropped is what the Future of a collected running root reports.
+const errDropped = "the root was dropped and collected while its run waited: nothing could complete it"
+
+// resolveDropped settles f for its collected root. It runs on the
+// collector's cleanup goroutine; the loop cannot reach f any more.
+func resolveDropped(f *Future) {
+	f.resolve(Args{}, &Error{Code: InternalError, Info: errDropped})
 }
 
 // Promise executes the root and returns its Future.
@@ -31,6 +46,7 @@ func (as AsyncSteps) Promise() *Future {
 		return f
 	}
 	f := &Future{done: make(chan struct{})}
+	f.dropped = runtime.AddCleanup(r, resolveDropped, f)
 	r.st().future = f
 	as.Execute()
 	return f
@@ -41,8 +57,11 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 
 // Wait blocks until the flow completes and returns what its last step
 // succeeded with, or its error: an *Error with the unhandled code and the
-// state's ErrorInfo, or ErrCanceled. Call it from another goroutine than
-// the loop's, or once Done is closed: the loop must run for it to return.
+// state's ErrorInfo, or ErrCanceled. A root the program dropped while its
+// run waited for what nothing could deliver any more reports InternalError
+// once the collector has reclaimed it. Call Wait from another goroutine
+// than the loop's, or once Done is closed: the loop must run for it to
+// return.
 func (f *Future) Wait(ctx context.Context) (Args, error) {
 	select {
 	case <-f.done:

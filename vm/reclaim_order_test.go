@@ -448,3 +448,41 @@ func TestDroppedMutexHolderFreesItsPlace(t *testing.T) {
 	w.Release()
 	semClean(t, l)
 }
+
+//go:noinline
+func dropPromised(l *vm.Loop, build func(as vm.AsyncSteps)) *vm.Future {
+	as := l.NewSteps()
+	build(as)
+	return as.Promise()
+}
+
+// The Future of a flow dropped while it waits for what nothing can deliver
+// is settled with InternalError once the root is collected: its run never
+// ends, and a Wait on it would otherwise wait for good. A Future whose run
+// ended keeps its result when the root is collected later.
+func TestDroppedRootSettlesItsFuture(t *testing.T) {
+	l, _ := semLoop()
+	f := dropPromised(l, func(as vm.AsyncSteps) { as.Add(waitCancel) })
+	l.RunUntilIdle()
+	if !collectUntil(l, 100, func() bool {
+		select {
+		case <-f.Done():
+			return true
+		default:
+			return false
+		}
+	}) {
+		t.Fatal("the Future of the collected flow is not settled")
+	}
+	semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "dropped", "collected")
+
+	done := dropPromised(l, func(as vm.AsyncSteps) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7)) })
+	})
+	l.RunUntilIdle()
+	collectUntil(l, 100, func() bool { return l.Stats().LiveRoots == 0 })
+	if got := semOK(t, done).Int(0); got != 7 {
+		t.Fatalf("the ended run's Future holds %d, want 7", got)
+	}
+	semClean(t, l)
+}
