@@ -46,7 +46,7 @@ func NewLimiter(l *Loop, o LimiterOptions) *Limiter {
 		o.Period = time.Second
 	}
 	m := NewMutex(o.Concurrent, o.MaxQueue)
-	m.l = l
+	m.bind(l)
 	return &Limiter{mutex: m, throttle: NewThrottle(l, o.Rate, o.Period, o.Burst)}
 }
 

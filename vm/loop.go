@@ -43,6 +43,7 @@ type Loop struct {
 	inbox    *ringbuf.Queue[inbound]
 	drainFn  func(*inbound)
 	resumers resumerTable
+	mutexes  mutexTable
 	sleeping atomic.Int32
 	// posted is raised after every push to the inbox (wake), so that a pass
 	// tests one word for inbound work instead of the inbox's three. A pass

@@ -18,7 +18,10 @@ import "github.com/stepvm/stepvm/opcodes"
 // flows themselves it is used from that loop's goroutine only, and a flow
 // of another loop that syncs on it fails with InternalError.
 type Mutex struct {
-	l        *Loop
+	l *Loop
+	// ref is the Mutex's number in l's mutexTable, which each frame that
+	// holds a place keeps in its A.
+	ref      uint64
 	max      int
 	maxQueue int
 	inside   int
@@ -62,7 +65,7 @@ func (m *Mutex) enter(l *Loop, r *root, n *Node) refusal {
 	if m.inside == 0 && m.l == l {
 		// Free: no re-entry to look for, nobody waits. The uncontended
 		// Sync takes only this path.
-		m.inside, n.Ops().B = 1, syncHeld
+		m.inside, n.Ops().A, n.Ops().B = 1, m.ref, syncHeld
 		m.entered++
 		return accepted
 	}
@@ -75,7 +78,7 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 		if m.l != nil {
 			return refusedMutexLoop
 		}
-		m.l = l
+		m.bind(l)
 	}
 	if m.inside > 0 && m.heldBy(r, at(n.Parent)) {
 		n.Ops().B = syncPassed
@@ -86,7 +89,7 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 	if m.inside < m.max {
 		m.inside++
 		m.entered++
-		n.Ops().B = syncHeld
+		n.Ops().A, n.Ops().B = m.ref, syncHeld
 		return accepted
 	}
 	if m.maxQueue != Unbounded && m.q.n >= m.maxQueue {
@@ -97,6 +100,9 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 	n.Ops().B = syncQueued
 	return accepted
 }
+
+// bind makes m l's.
+func (m *Mutex) bind(l *Loop) { m.l, m.ref = l, l.mutexes.bind(m) }
 
 // heldBy reports whether a frame from f down to its thread's base holds m:
 // the thread re-enters. Frames of a parallel step's thread are below the
@@ -134,7 +140,7 @@ func (m *Mutex) handOn(l *Loop, n *Node) {
 			}
 			if w.alive() {
 				m.entered++
-				l.admit(w, syncHeld)
+				l.admit(w, m.ref, syncHeld)
 				m.q.release(i)
 				return
 			}

@@ -430,23 +430,79 @@ func dropSyncHolder(l *vm.Loop, m vm.ISync) {
 	as.Execute()
 }
 
-// A flow dropped inside a Mutex's section, waiting for an event nothing can
-// deliver, is collected with its place still taken: the flows queued
-// behind it never enter (Inside stays 1 with no holder left).
-func TestDroppedMutexHolderFreesItsPlace(t *testing.T) {
-	t.Skip("known: the reclaim cannot reach the Mutex (it is in the collected root's slots); " +
-		"freeing the place needs the held OpSync frame to name its primitive on the uncontended entry path")
+// A flow dropped inside a section, waiting for an event nothing can
+// deliver, gives its place back once collected: the flow queued behind it
+// enters (a Mutex, a Limiter's concurrency, both when nested), and one
+// with nobody queued leaves the Mutex free.
+func TestDroppedSyncHolderFreesItsPlace(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		syncs func(l *vm.Loop) []vm.ISync
+	}{
+		{"mutex", func(*vm.Loop) []vm.ISync { return []vm.ISync{vm.NewMutex(1, vm.Unbounded)} }},
+		{"limiter", func(l *vm.Loop) []vm.ISync {
+			return []vm.ISync{vm.NewLimiter(l, vm.LimiterOptions{Concurrent: 1, Rate: 100, MaxQueue: vm.Unbounded})}
+		}},
+		{"nested", func(*vm.Loop) []vm.ISync {
+			return []vm.ISync{vm.NewMutex(1, vm.Unbounded), vm.NewMutex(2, 0)}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, clk := semLoop()
+			syncs := c.syncs(l)
+			dropNestedHolder(l, syncs)
+			l.RunUntilIdle()
+			w := l.NewSteps()
+			f := w.Sync(syncs[0], emptyStep).Promise()
+			l.RunUntilIdle()
+			if !collectUntil(l, 100, func() bool { return l.Stats().LiveRoots == 1 }) {
+				t.Fatal("the dropped holder is not collected")
+			}
+			semOK(t, f)
+			w.Release()
+			clk.Advance(time.Second) // the Limiter's period ends
+			l.RunUntilIdle()
+			for i, s := range syncs {
+				if m, ok := s.(*vm.Mutex); ok && m.Stats().Inside != 0 {
+					t.Errorf("mutex %d: Inside = %d after every flow ended", i, m.Stats().Inside)
+				}
+			}
+			semClean(t, l)
+		})
+	}
+
 	l, _ := semLoop()
 	m := vm.NewMutex(1, vm.Unbounded)
-	dropSyncHolder(l, m)
+	first := l.NewSteps()
+	f := first.Sync(m, emptyStep).Promise()
 	l.RunUntilIdle()
-	w := l.NewSteps()
-	f := w.Sync(m, emptyStep).Promise()
+	semOK(t, f) // m is the loop's now: the next entry takes the uncontended path
+	first.Release()
+	dropNestedHolder(l, []vm.ISync{m})
 	l.RunUntilIdle()
-	collectUntil(l, 100, func() bool { return l.Stats().LiveRoots == 1 })
-	semOK(t, f)
-	w.Release()
-	semClean(t, l)
+	if !collectUntil(l, 100, func() bool { return m.Stats().Inside == 0 }) {
+		t.Fatalf("Inside = %d after the holder was collected, want 0", m.Stats().Inside)
+	}
+}
+
+// dropNestedHolder drops a flow that waits inside the sections of syncs,
+// each nested in the one before.
+//
+//go:noinline
+func dropNestedHolder(l *vm.Loop, syncs []vm.ISync) {
+	as := l.NewSteps()
+	var enter func(as vm.AsyncSteps, i int)
+	enter = func(as vm.AsyncSteps, i int) {
+		as.Sync(syncs[i], func(as vm.AsyncSteps, _ vm.Args) {
+			if i+1 < len(syncs) {
+				enter(as, i+1)
+				return
+			}
+			as.WaitExternal()
+		})
+	}
+	enter(as, 0)
+	as.Execute()
 }
 
 //go:noinline

@@ -160,10 +160,17 @@ func (l *Loop) reclaimMem(m arena.Ref) {
 // dropRecords frees the callback records of the frames of thread th and of
 // its branches: those of a flow the program dropped while its steps waited
 // with cancel handlers. (A pending timeout or a Resumer keeps its root
-// alive.) The arena, about to be abandoned, still holds the frames.
+// alive.) It also gives back the places its frames hold in Mutexes. The
+// arena, about to be abandoned, still holds the frames.
 func (l *Loop) dropRecords(th *Node) {
 	for f := top(th); f != th; f = at(f.Parent) {
 		switch f.Op {
+		case opcodes.OpSync:
+			if f.Ops().B == syncHeld {
+				if m := l.mutexes.lookup(f.Ops().A); m != nil {
+					m.exit(l, f)
+				}
+			}
 		case opcodes.OpExec, opcodes.OpIter:
 			if k := uint32(f.Next); k != 0 && int(k) < len(l.cbs) {
 				if cb := &l.cbs[k]; cb.kind == cbFrame && cb.n == f {

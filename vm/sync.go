@@ -30,7 +30,13 @@ import "github.com/stepvm/stepvm/opcodes"
 // leaves it.
 //
 // A frame's state is in B (one of the sync* constants); a queued frame
-// keeps its waiter's handle in A.
+// keeps its waiter's handle in A, and a frame that holds a Mutex's place
+// the Mutex's number (see mutexTable).
+//
+// A root the program drops while a frame of it holds a place is
+// collected, frames and all, without ending them: its reclaim gives the
+// place back instead (dropRecords). One dropped while it waits cannot be:
+// the queue keeps it alive.
 
 // OpSync frame states.
 const (
@@ -140,9 +146,10 @@ func (l *Loop) exitSync(r *root, n *Node) {
 	n.Ops().A, n.Ops().B = 0, syncIdle
 }
 
-// admit marks the queued frame of w admitted in state st and schedules its
-// thread with the values it waited with. The caller frees w afterwards.
-func (l *Loop) admit(w *waiter, st uint64) {
-	w.n.Ops().A, w.n.Ops().B = 0, st
+// admit marks the queued frame of w admitted in state st, with a for its
+// A, and schedules its thread with the values it waited with. The caller
+// frees w afterwards.
+func (l *Loop) admit(w *waiter, a, st uint64) {
+	w.n.Ops().A, w.n.Ops().B = a, st
 	l.schedule(w.r, w.th, &w.args)
 }

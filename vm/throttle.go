@@ -121,7 +121,7 @@ func (t *Throttle) endPeriod() {
 		if w.alive() {
 			t.count++
 			t.entered++
-			t.l.admit(w, syncPassed)
+			t.l.admit(w, 0, syncPassed)
 		}
 		t.q.release(i)
 	}
