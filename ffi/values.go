@@ -202,7 +202,10 @@ const maxBytes = 1 << 30
 // those it copied, and empties args, which now belong to stepvm. It returns
 // the number of values, or why they are unusable.
 func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, string) {
-	if args == nil {
+	if args == nil || args == &C.stepvm_no_args {
+		// The empty FutoInArgs lent to steps without values is const C
+		// memory: a step that passes back what it received must not
+		// have it written to.
 		return 0, ""
 	}
 	a := argsOf(args)

@@ -244,3 +244,7 @@ func UnhandledNested(failing, caller unsafe.Pointer, inError bool, through, what
 	}
 	C.ctest_unhandled_nested(bsi(failing), bsi(caller), C.int(e), C.int(through), C.int(what))
 }
+
+// Flow adds to root the C steps of a scenario of flows.c: 1, a step that
+// succeeds with the FutoInArgs it received.
+func Flow(root unsafe.Pointer, which int) { C.ctest_flow(bsi(root), C.int(which)) }

@@ -97,4 +97,7 @@ void ctest_execute_retrying(FutoInAsyncSteps* root);
 void ctest_unhandled_nested(FutoInAsyncSteps* failing, FutoInAsyncSteps* caller,
         int in_error, int through, int what);
 
+/* flows.c */
+void ctest_flow(FutoInAsyncSteps* root, int which);
+
 #endif
