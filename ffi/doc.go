@@ -80,9 +80,10 @@
 // # Values
 //
 // A C step receives the values of the previous step as a FutoInArgs valid
-// for the duration of the call: Go integers as INT64 or UINT64, floats as
-// DOUBLE, bools as BOOL, strings as UTF-8 STRING and byte slices as
-// UINT8 arrays (copied to the frame's arena memory, NUL-terminated), custom objects that
+// for the duration of the call, also once success has ended the step (so
+// is the code a C error handler receives): Go integers as INT64 or UINT64,
+// floats as DOUBLE, bools as BOOL, strings as UTF-8 STRING and byte slices
+// as UINT8 arrays (copied, NUL-terminated), custom objects that
 // came from C as they were, and other Go values as opaque custom objects
 // that C can only pass on. Values a C step passes to success become Go
 // Values: integers as Int or Uint, floats as Float, strings of any width as

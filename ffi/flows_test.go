@@ -3,6 +3,7 @@
 package ffi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stepvm/stepvm/ffi"
@@ -13,6 +14,8 @@ import (
 // Scenarios of flows.c.
 const (
 	flowPassArgs = iota + 1
+	flowValuesAfterSuccess
+	flowCodeAfterSuccess
 )
 
 // A C step may succeed with the FutoInArgs it received, cast to non-const,
@@ -25,5 +28,25 @@ func TestSuccessWithReceivedArgs(t *testing.T) {
 	})
 	if len(got) != 2 || got[0].Int() != 1 || got[1].String() != "two" {
 		t.Fatalf("values = %v", got)
+	}
+}
+
+// The values a C step receives, and the code its error handler receives,
+// stay readable for the whole call, also once success has ended the step
+// and the root's memory that step held has been taken again.
+func TestLentValuesOutliveTheStep(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		which int
+		want  string
+	}{
+		{"step", flowValuesAfterSuccess, "after success: 100 " + strings.Repeat("x", 100)},
+		{"handler", flowCodeAfterSuccess, "code after success: CodeOfAnErrorLongerThanAFewBytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctest.ResetTrace()
+			captureFrom(t, func(root vm.AsyncSteps) { ctest.Flow(ffi.Binary(root), tc.which) })
+			expectLines(t, "C", takeTrace(), tc.want)
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/stepvm/stepvm/arena"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -48,6 +49,12 @@ type loopState struct {
 	fresh  []entry      // records of the newest block never handed out
 	free   ring[*entry] // records this loop released, oldest first
 
+	// scratch holds the memory a C call is lent for its duration: a C
+	// step's FutoInArgs, the code a C error handler gets. Not the frame's
+	// memory: success (a handler's too) ends the frame, and frees that,
+	// while the call runs on and may still read what it was given.
+	scratch arena.Arena
+
 	// releaseFrame and destroyStack, bound once: the VM calls them as the
 	// frames and stack memory handed to C end, always on this loop.
 	onFrameEnd, onStackEnd func(unsafe.Pointer)
@@ -68,6 +75,7 @@ type loopRes struct {
 	drain     func()      // releaseOrphans, bound once for Post
 	dead      []*rootRes  // what collected roots held, waiting for the loop
 	drainDead func()      // releaseDead, bound once for Post
+	scratch   arena.Ref   // the loop's scratch memory, which loopGone gives back
 }
 
 // loops maps the ids C code reports to loops. An id is a serial number:
@@ -103,6 +111,8 @@ func loopOf(l *vm.Loop) *loopState {
 	loops.byID[ls.id] = res
 	loops.mu.Unlock()
 	ls.res = res
+	ls.scratch.Init(nil)
+	res.scratch = ls.scratch.Ref()
 	runtime.AddCleanup(ls, loopGone, res)
 	vm.SetNativeLoopValue(l, ls)
 	return ls
@@ -143,7 +153,7 @@ func loopsLive() int {
 // custom objects dropped too late for the loop to clean them up. Those C
 // functions run for no loop, so their calls back into stepvm are ignored.
 // The loop's records went with it (blockGone); its tasks and roots are
-// plain Go memory. The C state variables of roots collected with the loop
+// plain Go memory; its scratch memory goes back here. The C state variables of roots collected with the loop
 // are destroyed once, here or by rootGone, whichever takes them first.
 func loopGone(res *loopRes) {
 	loops.mu.Lock()
@@ -161,6 +171,7 @@ func loopGone(res *loopRes) {
 		v.destroy(0)
 	}
 	res.releaseOrphansOff()
+	res.scratch.Abandon()
 }
 
 // track records a C state variable of the root own until the root drops

@@ -35,9 +35,10 @@ func syncStep(f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) vm.ExecFu
 func runStep(as vm.AsyncSteps, args vm.Args, f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) {
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
-	ca := cArgs(as, args)
+	ca, size := ls.cArgs(args)
 	s := ls.enter(as, args)
 	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
+	ls.unlend(unsafe.Pointer(ca), size)
 	ls.settleStep(s)
 }
 
@@ -64,9 +65,10 @@ func errorHandler(eh C.FutoInAsyncSteps_error_callback, data C.uintptr_t) vm.Err
 	return func(as vm.AsyncSteps, code string) {
 		ls := loopOf(as.Tool())
 		bsi := bindFrame(ls, as)
-		ccode := frameString(as, code)
+		ccode := ls.lendString(code)
 		s := ls.enter(as, vm.Args{})
 		C.stepvm_call_error(eh, bsi, data, ccode, ls.id)
+		ls.unlend(unsafe.Pointer(ccode), len(code)+1)
 		ls.settle(s)
 	}
 }
@@ -110,13 +112,10 @@ func cancelHandler(ch C.FutoInAsyncSteps_cancel_callback, data C.uintptr_t, e *e
 	}
 }
 
-// frameString returns s as a NUL-terminated C string in the frame's
-// arena memory.
-func frameString(as vm.AsyncSteps, s string) *C.char {
-	p := vm.FrameAlloc(as, len(s)+1, nil)
-	if p == nil {
-		return nil
-	}
+// lendString returns s as a NUL-terminated C string in the loop's scratch
+// memory, len(s)+1 bytes for a C call to be lent (see unlend).
+func (ls *loopState) lendString(s string) *C.char {
+	p := ls.scratch.Alloc(uintptr(len(s) + 1))
 	copy(unsafe.Slice((*byte)(p), len(s)), s)
 	return (*C.char)(p)
 }

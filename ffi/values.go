@@ -136,12 +136,13 @@ func (res *loopRes) releaseOrphansOff() {
 
 func (res *loopRes) takeOrphans() []*objState { return take(res, &res.orphans) }
 
-// cArgs returns the values of args as a FutoInArgs in the arena memory of
-// as's frame, valid while the frame lives.
-func cArgs(as vm.AsyncSteps, args vm.Args) *C.FutoInArgs {
+// cArgs returns the values of args as a FutoInArgs in the loop's scratch
+// memory, for a C call, and its size: the caller gives it back (unlend)
+// once the call has returned.
+func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
 	n := args.Len()
 	if n == 0 {
-		return &C.stepvm_no_args
+		return &C.stepvm_no_args, 0
 	}
 	size := C.sizeof_FutoInArgs
 	for i := range n {
@@ -149,10 +150,7 @@ func cArgs(as vm.AsyncSteps, args vm.Args) *C.FutoInArgs {
 			size += len(args.Get(i).Bytes()) + 1
 		}
 	}
-	p := vm.FrameAlloc(as, size, nil)
-	if p == nil {
-		return &C.stepvm_no_args
-	}
+	p := ls.scratch.Alloc(uintptr(size))
 	a := (*cargs)(p)
 	extra := unsafe.Add(p, C.sizeof_FutoInArgs)
 	for i := range n {
@@ -170,7 +168,7 @@ func cArgs(as vm.AsyncSteps, args vm.Args) *C.FutoInArgs {
 			copy(unsafe.Slice((*byte)(extra), len(data)), data)
 			*(*unsafe.Pointer)(u) = extra
 			b.length = uint32(len(data))
-			extra = unsafe.Add(extra, len(data)+1) // FrameAlloc zeroed the NUL
+			extra = unsafe.Add(extra, len(data)+1) // Alloc zeroed the NUL
 		case vm.KindAny:
 			if o, ok := v.Any().(*Object); ok {
 				b.typ, b.u, b.custom, b.length = o.st.typ, o.st.u, o.st.custom, o.st.length
@@ -182,7 +180,15 @@ func cArgs(as vm.AsyncSteps, args vm.Args) *C.FutoInArgs {
 			b.custom = uintptr(i + 1)
 		}
 	}
-	return (*C.FutoInArgs)(p)
+	return (*C.FutoInArgs)(p), size
+}
+
+// unlend gives back size bytes of scratch memory at p that a C call was
+// lent (none for size 0), once the call has returned.
+func (ls *loopState) unlend(p unsafe.Pointer, size int) {
+	if size != 0 {
+		ls.scratch.Free(p, uintptr(size))
+	}
 }
 
 // What success does with a value it took.

@@ -246,5 +246,8 @@ func UnhandledNested(failing, caller unsafe.Pointer, inError bool, through, what
 }
 
 // Flow adds to root the C steps of a scenario of flows.c: 1, a step that
-// succeeds with the FutoInArgs it received.
+// succeeds with the FutoInArgs it received; 2 and 3, a parallel step one
+// of whose branches prints the string of 100 bytes its C step received
+// (2), or the code its C error handler received (3), after success ended
+// the step and the memory it freed was taken again.
 func Flow(root unsafe.Pointer, which int) { C.ctest_flow(bsi(root), C.int(which)) }

@@ -14,11 +14,101 @@ static void pass_args(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->success(bsi, (FutoInArgs*)args);
 }
 
+// ---------------------------------------------------------------------------
+// What a call was lent, read after the call ended its step. One branch of
+// a parallel step waits; the other's steps end, then take as much of the
+// root's memory through the waiting step as they were lent, which gets
+// them the memory their step's end freed, if it freed what they were lent.
+
+// reuse takes n bytes of the root's memory, as the lending did (a stack
+// allocation has a 16-byte header of its own), and overwrites them.
+static void reuse(size_t n)
+{
+    FutoInAsyncSteps* w = ctest_waiting();
+    memset(w->api->stack(w, n - 16, NULL), 'R', n - 16);
+}
+
+static void release_waiter(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    (void)args;
+    ctest_complete(ctest_waiting(), "");
+}
+
+static void emit_long(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    static char s[101];
+    (void)data;
+    (void)args;
+    memset(s, 'x', 100);
+    ctest_complete(bsi, s);
+}
+
+// after_success succeeds, then reads the string of 100 bytes it received.
+static void after_success(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    const FutoInBinaryValue* v = &args->arg0;
+    bsi->api->success(bsi, NULL);
+    reuse(sizeof(FutoInArgs) + 101);
+    if (!v->type || v->type->flags != FTN_TYPE_STRING) {
+        ctest_sayf("after success: type %p", (const void*)v->type);
+        return;
+    }
+    ctest_sayf("after success: %u %.*s", v->length, (int)v->length, v->cstr);
+}
+
+static void values_branch(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, NULL, emit_long, NULL);
+    bsi->api->add(bsi, NULL, after_success, NULL);
+    bsi->api->add(bsi, NULL, release_waiter, NULL);
+}
+
+static void fail_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->handle_error(bsi, (const char*)data, NULL);
+}
+
+// code_after_success recovers, then reads the code it received.
+static void code_after_success(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    bsi->api->success(bsi, NULL);
+    reuse(strlen(code) + 1);
+    ctest_sayf("code after success: %s", code);
+}
+
+static void error_branch(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, "CodeOfAnErrorLongerThanAFewBytes", fail_step, code_after_success);
+    bsi->api->add(bsi, NULL, release_waiter, NULL);
+}
+
+static void lent_after_end(FutoInAsyncSteps* root, FutoInAsyncSteps_execute_callback branch)
+{
+    FutoInAsyncSteps* p = root->api->parallel(root, NULL, NULL);
+    ctest_add_wait(p);
+    p->api->add(p, NULL, branch, NULL);
+}
+
 void ctest_flow(FutoInAsyncSteps* root, int which)
 {
     switch (which) {
     case 1:
         root->api->add(root, NULL, pass_args, NULL);
+        break;
+    case 2:
+        lent_after_end(root, values_branch);
+        break;
+    case 3:
+        lent_after_end(root, error_branch);
         break;
     }
 }
