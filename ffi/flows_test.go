@@ -50,3 +50,29 @@ func TestLentValuesOutliveTheStep(t *testing.T) {
 		})
 	}
 }
+
+// A C state variable whose allocate function cancels, frees or fails
+// its root through the root's record is cleaned up once, and, the root
+// freed, lands in no State: not in that of the next root the pool hands
+// out.
+func TestStateAllocateEndsRoot(t *testing.T) {
+	for mode, name := range []string{"cancel", "free", "error"} {
+		t.Run(name, func(t *testing.T) {
+			l, _ := newLoop()
+			host := l.NewSteps()
+			ctest.FlowEnding(ffi.Binary(host), mode)
+			l.RunUntilIdle()
+			next := l.NewSteps()
+			if v, ok := next.State().Get("ending"); ok {
+				t.Errorf("the next root's State holds %v", v)
+			}
+			ctest.FlowFree()
+			l.RunUntilIdle()
+			if a, c := ctest.FlowCounts(); a != 1 || c != 1 {
+				t.Errorf("allocations %d, cleanups %d; want 1, 1", a, c)
+			}
+			next.Release()
+			host.Release()
+		})
+	}
+}

@@ -160,12 +160,18 @@ func (ls *loopState) dropRes(own *rootRes) {
 	for i, v := range own.vars {
 		own.vars[i] = nil
 		if ls.res.untrack(v) {
-			s := ls.enter(vm.AsyncSteps{}, vm.Args{})
-			v.destroy(ls.id)
-			ls.leave(s) // nothing to raise into: the root has ended
+			ls.destroyVar(v)
 		}
 	}
 	own.pos, own.vars = own.pos[:0], own.vars[:0]
+}
+
+// destroyVar runs the C cleanup of v on the loop, for a root that has
+// ended: what the cleanup raises has nowhere to go.
+func (ls *loopState) destroyVar(v *cvar) {
+	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	v.destroy(ls.id)
+	ls.leave(s)
 }
 
 // hold keeps a root that newInstance made for C until C frees it: the
@@ -273,7 +279,8 @@ func rootEnded(as vm.AsyncSteps, code string) {
 // allocating it on first use.
 func (c callback) stateVariable(e *entry, data C.uintptr_t, name *C.char,
 	allocate C.stepvm_alloc_fn, cleanup C.stepvm_state_cleanup_fn) C.uintptr_t {
-	ri := e.ls.root(vm.RootOf(c.as))
+	root := vm.RootOf(c.as)
+	ri := e.ls.root(root)
 	st := c.as.State()
 	if ri == nil || st == nil {
 		c.misuse("stateVariable through an invalid FutoInAsyncSteps")
@@ -294,9 +301,19 @@ func (c callback) stateVariable(e *entry, data C.uintptr_t, name *C.char,
 	ls := e.ls
 	s := ls.enter(ls.frame, ls.lent)
 	value := C.stepvm_call_alloc(allocate, data, ls.id)
-	ls.settle(s)
+	p, _ := ls.leave(s)
 	cv := &cvar{value: value, data: data, cleanup: cleanup}
-	st.Set(strings.Clone(key), cv)
-	ls.res.track(ri.own, cv)
+	if ri.as != root {
+		// allocate freed the root: the variable has no root to live
+		// with, and st may be another flow's State by now.
+		ls.destroyVar(cv)
+		value = 0
+	} else {
+		st.Set(strings.Clone(key), cv)
+		ls.res.track(ri.own, cv)
+	}
+	if p != nil {
+		panic(p) // what allocate raised, once the variable has an owner
+	}
 	return value
 }

@@ -251,3 +251,16 @@ func UnhandledNested(failing, caller unsafe.Pointer, inError bool, through, what
 // (2), or the code its C error handler received (3), after success ended
 // the step and the memory it freed was taken again.
 func Flow(root unsafe.Pointer, which int) { C.ctest_flow(bsi(root), C.int(which)) }
+
+// FlowEnding makes a root with newInstance through host, whose C step
+// makes a state variable whose allocate function cancels the root (mode
+// 0), frees it (1) or calls handle_error through its record (2), and
+// executes it; FlowFree frees it if it is valid. FlowCounts returns how
+// many times the variable was allocated and cleaned up.
+func FlowEnding(host unsafe.Pointer, mode int) { C.ctest_flow_ending(bsi(host), C.int(mode)) }
+
+func FlowFree() { C.ctest_flow_free() }
+
+func FlowCounts() (allocs, cleanups int) {
+	return int(C.ctest_flow_count(0)), int(C.ctest_flow_count(1))
+}

@@ -99,5 +99,8 @@ void ctest_unhandled_nested(FutoInAsyncSteps* failing, FutoInAsyncSteps* caller,
 
 /* flows.c */
 void ctest_flow(FutoInAsyncSteps* root, int which);
+void ctest_flow_ending(FutoInAsyncSteps* host, int mode);
+void ctest_flow_free(void);
+int ctest_flow_count(int which);
 
 #endif

@@ -110,5 +110,65 @@ void ctest_flow(FutoInAsyncSteps* root, int which)
     case 3:
         lent_after_end(root, error_branch);
         break;
+
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A state variable whose allocate function frees, or cancels, its root.
+
+static FutoInAsyncSteps* owned; // a root made with newInstance
+static int allocs, cleanups;
+
+int ctest_flow_count(int which)
+{
+    return which ? cleanups : allocs;
+}
+
+static void* alloc_ending(void* data)
+{
+    allocs++;
+    switch ((int)(intptr_t)data) {
+    case 0:
+        owned->api->cancel(owned);
+        break;
+    case 1:
+        owned->api->free(owned);
+        break;
+    case 2:
+        owned->api->handle_error(owned, "Nope", NULL);
+        break;
+    }
+    return calloc(1, sizeof(int));
+}
+
+static void cleanup_counted(void* data, void* value)
+{
+    (void)data;
+    cleanups++;
+    free(value);
+}
+
+static void state_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->stateVariable(bsi, data, "ending", alloc_ending, cleanup_counted);
+}
+
+// ctest_flow_ending makes a root with newInstance through host whose step
+// makes a state variable whose allocate cancels (mode 0), frees (1) or
+// fails (2, a misuse: through the root) the root, and executes it.
+void ctest_flow_ending(FutoInAsyncSteps* host, int mode)
+{
+    allocs = cleanups = 0;
+    owned = host->api->newInstance(host);
+    owned->api->add(owned, (void*)(intptr_t)mode, state_step, NULL);
+    owned->api->execute(owned, NULL, NULL);
+}
+
+void ctest_flow_free(void)
+{
+    if (owned->api->isValid(owned)) {
+        owned->api->free(owned);
     }
 }
