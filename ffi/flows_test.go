@@ -3,6 +3,7 @@
 package ffi_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,6 +17,10 @@ const (
 	flowPassArgs = iota + 1
 	flowValuesAfterSuccess
 	flowCodeAfterSuccess
+	flowNestedRepeat
+	flowHandlerControl
+	flowParallelCancelAdds
+	flowParallelCleanupAdds
 )
 
 // A C step may succeed with the FutoInArgs it received, cast to non-const,
@@ -73,6 +78,53 @@ func TestStateAllocateEndsRoot(t *testing.T) {
 			}
 			next.Release()
 			host.Release()
+		})
+	}
+}
+
+// Loops, error handlers and parallel steps driven from C, with stack
+// memory in each: loop control from a sub-step of an inner loop and from
+// error handlers reaches the labelled loop, stack memory is cleaned up as
+// each iteration, handler and branch ends, innermost first, and a branch
+// a cancel handler or stack cleanup adds while the parallel step unwinds
+// does not run. Each flow completes once and leaves nothing behind.
+func TestLoopsAndParallelFromC(t *testing.T) {
+	var inner []string
+	for i := range 3 {
+		inner = append(inner, fmt.Sprintf("cleanup inner %d.0", i), fmt.Sprintf("cleanup inner %d.1", i), fmt.Sprintf("cleanup outer %d", i))
+	}
+	var handled []string
+	for i := range 3 {
+		handled = append(handled, "handler Fail", "cleanup handler", fmt.Sprintf("cleanup iteration %d", i))
+	}
+	parallel := []string{"cleanup B", "cancel A", "cleanup A", "parallel handler Boom"}
+	for _, tc := range []struct {
+		name  string
+		which int
+		want  []string
+	}{
+		{"nested", flowNestedRepeat, inner},
+		{"handler", flowHandlerControl, handled},
+		{"cancel-adds", flowParallelCancelAdds, parallel},
+		{"cleanup-adds", flowParallelCleanupAdds, parallel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctest.ResetTrace()
+			l, _ := newLoop()
+			base := l.Stats()
+			root := l.NewSteps()
+			ctest.Flow(ffi.Binary(root), tc.which)
+			root.Add(say("after"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			if _, err := result(t, f); err != nil {
+				t.Fatal(err)
+			}
+			expectLines(t, "C", takeTrace(), append(tc.want, "after")...)
+			root.Release()
+			if s := l.Stats(); s.RunningRoots != 0 || s.Timers != 0 || s.ArenaInUse != base.ArenaInUse || s.LiveRoots != base.LiveRoots {
+				t.Errorf("stats %+v, baseline %+v", s, base)
+			}
 		})
 	}
 }

@@ -249,7 +249,15 @@ func UnhandledNested(failing, caller unsafe.Pointer, inError bool, through, what
 // succeeds with the FutoInArgs it received; 2 and 3, a parallel step one
 // of whose branches prints the string of 100 bytes its C step received
 // (2), or the code its C error handler received (3), after success ended
-// the step and the memory it freed was taken again.
+// the step and the memory it freed was taken again; 4, a repeat labelled
+// "outer" of 5 whose body repeats 3 times a body that, the second time,
+// adds a step that continues "outer" (breaks it the third time); 5, a loop
+// labelled "outer" whose body adds a failing step whose error handler
+// continues "outer" twice, then breaks it; 6 and 7, a loop whose body runs
+// a parallel step: branch A waits with a cancel handler, B fails, the
+// parallel step's handler breaks the loop, and A's cancel handler (6) or
+// B's stack cleanup (7) adds a branch through the accessor. The bodies,
+// handlers and branches take stack memory whose cleanup prints.
 func Flow(root unsafe.Pointer, which int) { C.ctest_flow(bsi(root), C.int(which)) }
 
 // FlowEnding makes a root with newInstance through host, whose C step

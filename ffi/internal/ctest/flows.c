@@ -2,6 +2,7 @@
 // would use them.
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,139 @@ static void lent_after_end(FutoInAsyncSteps* root, FutoInAsyncSteps_execute_call
     p->api->add(p, NULL, branch, NULL);
 }
 
+// ---------------------------------------------------------------------------
+// Stack memory in loop iterations, handlers and parallel branches, loop
+// control from nested levels and handlers, and calls back into the table
+// from cancel handlers and stack cleanups. Each callback prints.
+
+static FutoInAsyncSteps* acc; // the parallel accessor of scenarios 6 and 7
+static int ncalls;            // iterations of scenario 5
+
+static void say_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)args;
+    ctest_say((const char*)data);
+}
+
+static void stack_said(void* v)
+{
+    ctest_sayf("cleanup %s", (const char*)v);
+}
+
+// stack_say takes stack memory holding the line its cleanup prints.
+static void stack_say(FutoInAsyncSteps* bsi, const char* line)
+{
+    char* m = (char*)bsi->api->stack(bsi, 32, stack_said);
+    if (m) {
+        snprintf(m, 32, "%s", line);
+    }
+}
+
+static void control_outer(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    if (data) {
+        bsi->api->breakLoop(bsi, "outer");
+    } else {
+        bsi->api->continueLoop(bsi, "outer");
+    }
+}
+
+static void inner_body(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    char line[32];
+    int outer = (int)(intptr_t)data;
+    snprintf(line, sizeof(line), "inner %d.%d", outer, (int)i);
+    stack_say(bsi, line);
+    if (i == 1) { // from a sub-step of the inner body
+        bsi->api->add(bsi, (void*)(intptr_t)(outer == 2), control_outer, NULL);
+    }
+}
+
+static void outer_body(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    (void)data;
+    char line[32];
+    snprintf(line, sizeof(line), "outer %d", (int)i);
+    stack_say(bsi, line);
+    bsi->api->repeat(bsi, (void*)(intptr_t)i, 3, inner_body, "inner");
+}
+
+// handler_control continues the loop labelled "outer" twice, then breaks it.
+static void handler_control(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    ctest_sayf("handler %s", code);
+    stack_say(bsi, "handler");
+    if (ncalls < 3) {
+        bsi->api->continueLoop(bsi, "outer");
+    } else {
+        bsi->api->breakLoop(bsi, "outer");
+    }
+}
+
+static void failing_body(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)data;
+    char line[32];
+    snprintf(line, sizeof(line), "iteration %d", ncalls++);
+    stack_say(bsi, line);
+    bsi->api->add(bsi, "Fail", fail_step, handler_control);
+}
+
+static void cancel_a(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    ctest_say("cancel A");
+    if (data) { // a branch added while the parallel step unwinds
+        acc->api->add(acc, "late branch", say_step, NULL);
+    }
+}
+
+static void branch_a(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    stack_say(bsi, "A");
+    bsi->api->setCancel(bsi, data, cancel_a);
+}
+
+static void add_late(void* v)
+{
+    (void)v;
+    ctest_say("cleanup B");
+    acc->api->add(acc, "late branch", say_step, NULL);
+}
+
+static void branch_b(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    if (data) {
+        bsi->api->stack(bsi, 0, add_late);
+    } else {
+        stack_say(bsi, "B");
+    }
+    bsi->api->handle_error(bsi, "Boom", NULL);
+}
+
+static void parallel_handler(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    ctest_sayf("parallel handler %s", code);
+    bsi->api->breakLoop(bsi, NULL);
+}
+
+// parallel_body runs a parallel step whose branch B fails while A waits;
+// in scenario 6 A's cancel handler, in 7 B's stack cleanup adds a branch
+// through the accessor.
+static void parallel_body(FutoInAsyncSteps* bsi, void* data)
+{
+    int which = (int)(intptr_t)data;
+    acc = bsi->api->parallel(bsi, NULL, parallel_handler);
+    acc->api->add(acc, (void*)(intptr_t)(which == 6), branch_a, NULL);
+    acc->api->add(acc, (void*)(intptr_t)(which == 7), branch_b, NULL);
+}
+
 void ctest_flow(FutoInAsyncSteps* root, int which)
 {
     switch (which) {
@@ -109,6 +243,17 @@ void ctest_flow(FutoInAsyncSteps* root, int which)
         break;
     case 3:
         lent_after_end(root, error_branch);
+        break;
+    case 4:
+        root->api->repeat(root, NULL, 5, outer_body, "outer");
+        break;
+    case 5:
+        ncalls = 0;
+        root->api->loop(root, NULL, failing_body, "outer");
+        break;
+    case 6:
+    case 7:
+        root->api->loop(root, (void*)(intptr_t)which, parallel_body, NULL);
         break;
 
     }
