@@ -153,8 +153,9 @@ func loopsLive() int {
 // custom objects dropped too late for the loop to clean them up. Those C
 // functions run for no loop, so their calls back into stepvm are ignored.
 // The loop's records went with it (blockGone); its tasks and roots are
-// plain Go memory; its scratch memory goes back here. The C state variables of roots collected with the loop
-// are destroyed once, here or by rootGone, whichever takes them first.
+// plain Go memory; its scratch memory goes back here. The C state
+// variables of roots collected with the loop are destroyed once, here or
+// by rootGone, whichever takes them first.
 func loopGone(res *loopRes) {
 	loops.mu.Lock()
 	delete(loops.byID, res.id)
