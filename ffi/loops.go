@@ -38,6 +38,10 @@ type loopState struct {
 	lent      vm.Args
 	forwarded uint8
 	stash     any
+	// lentID stamps the Go values lent to the innermost C step, so that
+	// one C kept from an earlier call is told from the value lent at its
+	// position now (see cArgs); lends counts the stamps handed out.
+	lentID, lends uint64
 
 	tracked int         // roots whose rootInfo is in use (not released or collected)
 	owned   []*rootInfo // roots newInstance made, which C owns until free
@@ -208,21 +212,29 @@ type callSave struct {
 	lent      vm.Args
 	forwarded uint8
 	stash     any
+	lentID    uint64
 }
 
 // enter records the start of a C call for frame (zero if none) with the
-// values lent to it.
+// values lent to it. The values keep their stamp: a call that lends new
+// ones stamps them (lend).
 func (ls *loopState) enter(frame vm.AsyncSteps, lent vm.Args) callSave {
-	s := callSave{ls.frame, ls.lent, ls.forwarded, ls.stash}
+	s := callSave{ls.frame, ls.lent, ls.forwarded, ls.stash, ls.lentID}
 	ls.frame, ls.lent, ls.forwarded, ls.stash = frame, lent, 0, nil
 	return s
+}
+
+// lend stamps the values of the C call just entered anew.
+func (ls *loopState) lend() {
+	ls.lends++
+	ls.lentID = ls.lends
 }
 
 // leave ends a C call and returns what it stashed and which lent values
 // it passed on.
 func (ls *loopState) leave(s callSave) (stash any, forwarded uint8) {
 	stash, forwarded = ls.stash, ls.forwarded
-	ls.frame, ls.lent, ls.forwarded, ls.stash = s.frame, s.lent, s.forwarded, s.stash
+	ls.frame, ls.lent, ls.forwarded, ls.stash, ls.lentID = s.frame, s.lent, s.forwarded, s.stash, s.lentID
 	return stash, forwarded
 }
 

@@ -35,8 +35,9 @@ func syncStep(f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) vm.ExecFu
 func runStep(as vm.AsyncSteps, args vm.Args, f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) {
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
-	ca, size := ls.cArgs(args)
 	s := ls.enter(as, args)
+	ls.lend()
+	ca, size := ls.cArgs(args)
 	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
 	ls.unlend(unsafe.Pointer(ca), size)
 	ls.settleStep(s)

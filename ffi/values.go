@@ -137,8 +137,8 @@ func (res *loopRes) releaseOrphansOff() {
 func (res *loopRes) takeOrphans() []*objState { return take(res, &res.orphans) }
 
 // cArgs returns the values of args as a FutoInArgs in the loop's scratch
-// memory, for a C call, and its size: the caller gives it back (unlend)
-// once the call has returned.
+// memory, for the C call just entered and stamped (lend), and its size:
+// the caller gives it back (unlend) once the call has returned.
 func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
 	n := args.Len()
 	if n == 0 {
@@ -175,9 +175,10 @@ func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
 				break
 			}
 			// A Go value is opaque to C, which may only pass it on: the
-			// index tells success which lent value it is.
+			// index tells success which lent value it is, the stamp
+			// that it was lent to this call.
 			b.typ = &C.stepvm_go_value_type
-			b.custom = uintptr(i + 1)
+			b.u, b.custom = ls.lentID, uintptr(i+1)
 		}
 	}
 	return (*C.FutoInArgs)(p), size
@@ -306,7 +307,7 @@ func plainValue(b *binval) (vm.Value, int, string) {
 func (ls *loopState) object(b *binval) (vm.Value, int, string) {
 	if b.typ == &C.stepvm_go_value_type {
 		k := int(b.custom) - 1
-		if k < 0 || k >= ls.lent.Len() || ls.lent.Get(k).Kind() != vm.KindAny {
+		if k < 0 || k >= ls.lent.Len() || b.u != ls.lentID || ls.lent.Get(k).Kind() != vm.KindAny {
 			return vm.Value{}, dispBad, "a Go value can only be passed on by the C step it was passed to, during that call"
 		}
 		ls.forwarded |= 1 << k

@@ -118,6 +118,27 @@ func TestCustomObject(t *testing.T) {
 	}
 }
 
+// A Go value C keeps past the call it was lent to cannot be passed on by
+// a later call, even one lent a Go value at the same position: the later
+// value must not go through in its place.
+func TestKeptGoValueIsRefused(t *testing.T) {
+	l, _ := newLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Any("first")) })
+	ctest.Keep(ffi.Binary(root))
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Any("second")) })
+	ctest.PassKept(ffi.Binary(root))
+	var got []vm.Value
+	root.Add(func(_ vm.AsyncSteps, args vm.Args) { got = args.Values() })
+	f := root.Promise()
+	l.RunUntilIdle()
+	expectError(t, f, vm.InternalError, "success: argument 0: a Go value can only be passed on by the C step it was passed to, during that call")
+	if got != nil {
+		t.Fatalf("the step after received %v", got)
+	}
+	root.Release()
+}
+
 func TestValuesToC(t *testing.T) {
 	ctest.ResetTrace()
 	type opaque struct{ n int }

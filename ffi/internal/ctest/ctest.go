@@ -78,6 +78,8 @@ func MisuseOutside(root unsafe.Pointer, scenario int) {
 func Emit(root unsafe.Pointer, which int)     { C.ctest_emit(bsi(root), C.int(which)) }
 func CheckArgs(root unsafe.Pointer)           { C.ctest_check_args(bsi(root)) }
 func Forward(root unsafe.Pointer)             { C.ctest_forward(bsi(root)) }
+func Keep(root unsafe.Pointer)                { C.ctest_keep(bsi(root)) }
+func PassKept(root unsafe.Pointer)            { C.ctest_pass_kept(bsi(root)) }
 func Cleanups() int                           { return int(C.ctest_cleanups()) }
 func ResetCleanups()                          { C.ctest_cleanups_reset() }
 func Features(root unsafe.Pointer, which int) { C.ctest_features(bsi(root), C.int(which)) }

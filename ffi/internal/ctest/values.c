@@ -183,6 +183,37 @@ void ctest_forward(FutoInAsyncSteps* root)
     root->api->add(root, NULL, forward_step, NULL);
 }
 
+// kept is a value keep_step holds past its call, which it must not.
+static FutoInBinaryValue kept;
+
+static void keep_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    kept = args->arg0;
+    bsi->api->success(bsi, NULL);
+}
+
+static void pass_kept_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInArgs out = {0};
+    out.arg0 = kept;
+    bsi->api->success(bsi, &out);
+}
+
+// ctest_keep adds a step that keeps the first value it receives and
+// succeeds with none; ctest_pass_kept one that succeeds with that value.
+void ctest_keep(FutoInAsyncSteps* root)
+{
+    root->api->add(root, NULL, keep_step, NULL);
+}
+
+void ctest_pass_kept(FutoInAsyncSteps* root)
+{
+    root->api->add(root, NULL, pass_kept_step, NULL);
+}
+
 // ---------------------------------------------------------------------------
 // The smaller functions. counters[] record what ran.
 
