@@ -274,3 +274,29 @@ func TestSemStackOwnersSurviveStampWrap(t *testing.T) {
 	semOK(t, f)
 	semExpect(t, &log, "inner destroyed", "middle", "outer destroyed", "after")
 }
+
+// A pointer-free Stack[T] is freed when its step ends, as StackRaw memory
+// is: a loop whose body takes one each iteration runs in constant arena
+// memory.
+func TestSemStackFreedWhenStepEnds(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var iter10, iter1000 int64
+	root.Repeat(1001, func(as vm.AsyncSteps, i int) {
+		vm.Stack[[64]int64](as)[0] = int64(i)
+		switch i {
+		case 10:
+			iter10 = l.Stats().ArenaInUse
+		case 1000:
+			iter1000 = l.Stats().ArenaInUse
+		}
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	if iter1000 != iter10 {
+		t.Fatalf("ArenaInUse %d at iteration 10 of a loop taking a Stack[[64]int64] each, %d at iteration 1000", iter10, iter1000)
+	}
+	root.Release()
+	semClean(t, l)
+}

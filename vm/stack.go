@@ -35,7 +35,7 @@ func Stack[T any](as AsyncSteps) *T {
 		return p
 	}
 	n.Flags |= opcodes.FlagStack
-	return stackalloc.New[T](r.allocs(), &r.a, uint64(n.Seq), 0)
+	return stackalloc.New[T](r.allocs(), &r.a, stackOwner(n), 0)
 }
 
 // StackRaw returns size zeroed bytes of arena memory that live as long as
