@@ -72,18 +72,30 @@ func ForEach[T any](as AsyncSteps, s []T, fn func(as AsyncSteps, i int, v T), la
 }
 
 // ForEachMap runs fn for every entry of m, in the order of sorted keys.
-// The keys are collected when ForEachMap is called.
+// The keys are collected when ForEachMap is called; each iteration reads
+// its key's value then. (A NaN key, which no lookup finds, is visited with
+// the value it had when the keys were collected.)
 func ForEachMap[K cmp.Ordered, V any](as AsyncSteps, m map[K]V, fn func(as AsyncSteps, k K, v V), label ...string) {
 	if fn == nil {
 		as.misuse("ForEachMap with a nil body")
 		return
 	}
 	keys := make([]K, 0, len(m))
-	for k := range m {
+	var nan []V // the values of the NaN keys, which sort first
+	for k, v := range m {
 		keys = append(keys, k)
+		if k != k { // a NaN
+			nan = append(nan, v)
+		}
 	}
 	slices.Sort(keys)
-	as.Repeat(len(keys), func(as AsyncSteps, i int) { fn(as, keys[i], m[keys[i]]) }, label...)
+	as.Repeat(len(keys), func(as AsyncSteps, i int) {
+		if i < len(nan) {
+			fn(as, keys[i], nan[i])
+			return
+		}
+		fn(as, keys[i], m[keys[i]])
+	}, label...)
 }
 
 // Break leaves the innermost loop, or the loop labelled label. Called in a

@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stepvm/stepvm/vm"
@@ -102,6 +103,15 @@ func TestSemForEachMap(t *testing.T) {
 		"apple=1", "banana=9", "cherry=0", "fig=2", "pear=3",
 		"-1=minus", "3=three", "10=ten",
 	)
+}
+
+// ForEachMap visits a NaN key, which no lookup finds, with its value, as
+// a range over the map does; NaNs sort first.
+func TestSemForEachMapNaNKey(t *testing.T) {
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		vm.ForEachMap(root, map[float64]string{2: "two", math.NaN(): "nan", 1: "one"},
+			func(as vm.AsyncSteps, k float64, v string) { log.add("%v=%s", k, v) })
+	}, "NaN=nan", "1=one", "2=two")
 }
 
 // Continue skips the rest of the iteration (its queued sub-steps) and
