@@ -62,7 +62,9 @@ func (as AsyncSteps) Repeat(count int, fn func(as AsyncSteps, i int), label ...s
 	as.addLoop(opcodes.OpRepeat, fn, uint64(max(count, 0)), label)
 }
 
-// ForEach runs fn for every element of s, in order.
+// ForEach runs fn for every element of s, in order. As in a range over
+// s, its length is taken when ForEach is called (elements appended later
+// are not visited), and each element is read when its iteration runs.
 func ForEach[T any](as AsyncSteps, s []T, fn func(as AsyncSteps, i int, v T), label ...string) {
 	if fn == nil {
 		as.misuse("ForEach with a nil body")
@@ -73,8 +75,10 @@ func ForEach[T any](as AsyncSteps, s []T, fn func(as AsyncSteps, i int, v T), la
 
 // ForEachMap runs fn for every entry of m, in the order of sorted keys.
 // The keys are collected when ForEachMap is called; each iteration reads
-// its key's value then. (A NaN key, which no lookup finds, is visited with
-// the value it had when the keys were collected.)
+// its key's value then. As in a range over a map, a key deleted before its
+// iteration is skipped (not visited with V's zero value), and a key added
+// meanwhile is not visited. (A NaN key, which no lookup finds, is visited
+// with the value it had when the keys were collected.)
 func ForEachMap[K cmp.Ordered, V any](as AsyncSteps, m map[K]V, fn func(as AsyncSteps, k K, v V), label ...string) {
 	if fn == nil {
 		as.misuse("ForEachMap with a nil body")
@@ -94,7 +98,9 @@ func ForEachMap[K cmp.Ordered, V any](as AsyncSteps, m map[K]V, fn func(as Async
 			fn(as, keys[i], nan[i])
 			return
 		}
-		fn(as, keys[i], m[keys[i]])
+		if v, ok := m[keys[i]]; ok {
+			fn(as, keys[i], v)
+		}
 	}, label...)
 }
 

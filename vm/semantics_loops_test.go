@@ -114,6 +114,23 @@ func TestSemForEachMapNaNKey(t *testing.T) {
 	}, "NaN=nan", "1=one", "2=two")
 }
 
+// A body that changes the map it iterates sees what a range over the map
+// would: an entry deleted before its iteration is not visited, a key added
+// is not, and a value changed before its iteration is read as changed.
+func TestSemForEachMapMutatedByBody(t *testing.T) {
+	m := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		vm.ForEachMap(root, m, func(as vm.AsyncSteps, k string, v int) {
+			log.add("%s=%d", k, v)
+			if k == "a" {
+				delete(m, "b")
+				m["c"] = 30
+				m["aa"] = 11
+			}
+		})
+	}, "a=1", "c=30", "d=4")
+}
+
 // Continue skips the rest of the iteration (its queued sub-steps) and
 // starts the next one.
 func TestSemLoopContinue(t *testing.T) {
