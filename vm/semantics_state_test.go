@@ -1,8 +1,10 @@
 package vm_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stepvm/stepvm/vm"
 )
@@ -250,5 +252,66 @@ func TestSemCloneDuringRelease(t *testing.T) {
 	}
 	if st := l.Stats(); st.PooledRoots != 0 || st.RunningRoots != 0 || st.ArenaInUse != 0 || st.Timers != 0 {
 		t.Fatalf("stats after: %+v", st)
+	}
+}
+
+// A clone that releases its own root from inside its step, error handler,
+// loop iteration or parallel branch, then clones the model again, gets the
+// same pooled root back and executes it before the old step returns: the
+// old run ends canceled (its Stack destroyed once), the new one runs the
+// model's steps once, from the start, in later turns.
+func TestSemCloneReusesOwnRootFromItsStep(t *testing.T) {
+	for _, where := range []string{"step", "handler", "iteration", "branch"} {
+		t.Run(where, func(t *testing.T) {
+			l, _ := semLoop()
+			var log semLog
+			model := l.NewSteps()
+			model.Repeat(2, func(as vm.AsyncSteps, i int) {
+				as.StackRaw(8, func(unsafe.Pointer) { log.add("model destroy %d", i) })
+			})
+			model.SuccessStep(vm.Str("model done"))
+			c := model.Clone()
+			var again vm.AsyncSteps
+			var againF *vm.Future
+			reuse := func(as vm.AsyncSteps) {
+				as.StackRaw(8, func(unsafe.Pointer) { log.add("old destroy") })
+				old := vm.RootID(c)
+				c.Release()
+				again = model.Clone()
+				againF = again.Promise()
+				const addr = 1<<48 - 1 // RootID's root frame address, without the epoch
+				if vm.RootID(again)&addr != old&addr {
+					t.Error("the clone did not get the released root back from the pool")
+				}
+				log.add("reused")
+			}
+			switch where {
+			case "step":
+				c.Add(func(as vm.AsyncSteps, _ vm.Args) { reuse(as) })
+			case "handler":
+				c.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") },
+					func(as vm.AsyncSteps, _ string) { reuse(as) })
+			case "iteration":
+				c.Loop(func(as vm.AsyncSteps) { reuse(as) })
+			case "branch":
+				p := c.Parallel()
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) { reuse(as) })
+				p.Add(log.step("sibling never"))
+			}
+			c.Add(log.step("old never"))
+			f := c.Promise()
+			l.RunUntilIdle()
+			if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+				t.Fatalf("old run: %v", err)
+			}
+			if a := semOK(t, againF); a.String(0) != "model done" {
+				t.Fatalf("new run: %v", a.Values())
+			}
+			semExpect(t, &log, "model destroy 0", "model destroy 1", "old destroy", "reused",
+				"model destroy 0", "model destroy 1")
+			again.Release()
+			model.Release()
+			semClean(t, l)
+		})
 	}
 }
