@@ -246,3 +246,38 @@ func TestSemStackFreedPerEnding(t *testing.T) {
 		})
 	}
 }
+
+// A parallel step's error handler is an error handler like a step's: it
+// can take stack memory, which lives until the parallel step ends.
+func TestSemStackInParallelErrorHandler(t *testing.T) {
+	cases := []struct {
+		name    string
+		handler func(s *stkProbe, as vm.AsyncSteps)
+		want    []string
+	}{
+		{"success", func(s *stkProbe, as vm.AsyncSteps) { s.alloc(as, "PH"); as.Success() },
+			stkSeq(stkDestroyed("B"), stkDestroyed("PH"), "after parallel")},
+		{"adds steps", func(s *stkProbe, as vm.AsyncSteps) {
+			s.alloc(as, "PH")
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { s.log.add("recovery") })
+		}, stkSeq(stkDestroyed("B"), "recovery", stkDestroyed("PH"), "after parallel")},
+		{"returns", func(s *stkProbe, as vm.AsyncSteps) { s.alloc(as, "PH") },
+			stkSeq(stkDestroyed("B"), stkDestroyed("PH"), "outer handler X")},
+		{"raises", func(s *stkProbe, as vm.AsyncSteps) { s.alloc(as, "PH"); as.Error("Y") },
+			stkSeq(stkDestroyed("B"), stkDestroyed("PH"), "outer handler Y")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			stkRun(t, func(s *stkProbe, root vm.AsyncSteps) {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					p := as.Parallel(func(as vm.AsyncSteps, _ string) { c.handler(s, as) })
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) { s.alloc(as, "B"); as.Error("X") })
+					as.Add(s.log.step("after parallel"))
+				}, func(as vm.AsyncSteps, code string) {
+					s.log.add("outer handler %s", code)
+					as.Success()
+				})
+			}, c.want...)
+		})
+	}
+}

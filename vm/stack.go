@@ -22,7 +22,7 @@ func Stack[T any](as AsyncSteps) *T {
 	if f := as.foreign(); f != nil {
 		return foreignStack[T](f)
 	}
-	n, ok := as.running("Stack")
+	n, ok := as.stackFrame("Stack")
 	if !ok {
 		return nil
 	}
@@ -49,11 +49,23 @@ func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Poi
 	if f := as.foreign(); f != nil {
 		return f.Stack(size, destroy)
 	}
-	n, ok := as.running("StackRaw")
+	n, ok := as.stackFrame("StackRaw")
 	if !ok || size < 0 {
 		return nil
 	}
 	return as.r.frameAlloc(n, size, destroy)
+}
+
+// stackFrame is running for Stack and StackRaw, which a parallel step's
+// error handler may call too, as a step's may: the memory lives with the
+// parallel step's frame, until the handler's Success, its added steps or
+// the error it lets through end that.
+func (as AsyncSteps) stackFrame(what string) (*Node, bool) {
+	if n, ok := as.frame(); ok && n.Op == opcodes.OpParallel &&
+		n.Flags&(opcodes.FlagInError|opcodes.FlagCanceling) == opcodes.FlagInError {
+		return n, true
+	}
+	return as.running(what)
 }
 
 // frameAlloc allocates size bytes of arena memory owned by frame n; destroy
