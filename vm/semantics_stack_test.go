@@ -187,6 +187,19 @@ func TestSemStackInvalidHandle(t *testing.T) {
 	}()
 }
 
+// StackRaw with a negative size is misuse: it fails the step's flow with
+// InternalError.
+func TestSemStackRawNegativeSize(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.StackRaw(-1, nil) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "StackRaw", "negative")
+	root.Release()
+	semClean(t, l)
+}
+
 // Pointer-free stack memory comes from the root's arena.
 func TestSemStackUsesArena(t *testing.T) {
 	l, _ := semLoop()

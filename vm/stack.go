@@ -44,13 +44,18 @@ func Stack[T any](as AsyncSteps) *T {
 // collector: never store Go pointers in it. The step is ending while
 // destroy runs: calls through its handle do nothing, and a Cancel or
 // Release of its root takes effect in the loop's next turn. Through the
-// handle of a step that has ended, StackRaw returns nil, as Stack does.
+// handle of a step that has ended, StackRaw returns nil, as Stack does,
+// and so it does for a negative size: both are misuse.
 func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	if f := as.foreign(); f != nil {
 		return f.Stack(size, destroy)
 	}
 	n, ok := as.stackFrame("StackRaw")
-	if !ok || size < 0 {
+	if !ok {
+		return nil
+	}
+	if size < 0 {
+		as.misuse("StackRaw with a negative size")
 		return nil
 	}
 	return as.r.frameAlloc(n, size, destroy)
