@@ -666,7 +666,9 @@ func (as AsyncSteps) NewInstance() AsyncSteps {
 // CopyFrom copies the steps queued on model's level 0 to as, and the state
 // variables as lacks (FTN12 1.5). The model is not executed; its closures
 // are shared, not recreated. (Of a running root, what is copied is what is
-// still queued at level 0.)
+// still queued at level 0.) A model of another loop may be copied when
+// both loops are driven by the calling goroutine: CopyFrom reads the
+// model's memory, which belongs to its loop's goroutine.
 func (as AsyncSteps) CopyFrom(model AsyncSteps) AsyncSteps {
 	if f := as.foreign(); f != nil {
 		f.Misuse("CopyFrom on a foreign flow")
