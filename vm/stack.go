@@ -46,6 +46,11 @@ func Stack[T any](as AsyncSteps) *T {
 // Release of its root takes effect in the loop's next turn. Through the
 // handle of a step that has ended, StackRaw returns nil, as Stack does,
 // and so it does for a negative size: both are misuse.
+//
+// The run's allocations are one list, newest first, which the end of a
+// frame that allocated looks through in full: a flow that keeps thousands
+// of allocations live in outer steps while inner steps allocate pays for
+// them at each inner step's end.
 func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	if f := as.foreign(); f != nil {
 		return f.Stack(size, destroy)
