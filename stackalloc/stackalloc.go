@@ -3,7 +3,8 @@
 // arena instead of the GC heap.
 //
 // A List records the live allocations of one arena, newest first, each
-// tagged with its owner (the vm uses the owning frame's sequence number).
+// tagged with its owner (the vm names the owning frame by its link and
+// stamp).
 // When a step ends, the vm takes its allocations off the list newest first,
 // runs their destroy callbacks, and frees them: the innermost-first order
 // FTN12 asks of destructors.

@@ -29,13 +29,10 @@ func Stack[T any](as AsyncSteps) *T {
 	r := as.r
 	if stackalloc.HasPointers[T]() {
 		p := new(T)
-		d := r.put(p)
-		r.allocs().Alloc(&r.a, 0, stackOwner(n), d)
-		n.Flags |= opcodes.FlagStack
+		r.allocs().Alloc(&r.a, 0, ownStack(n), r.put(p)) // the slot keeps p until n ends
 		return p
 	}
-	n.Flags |= opcodes.FlagStack
-	return stackalloc.New[T](r.allocs(), &r.a, stackOwner(n), 0)
+	return stackalloc.New[T](r.allocs(), &r.a, ownStack(n), 0)
 }
 
 // StackRaw returns size zeroed bytes of arena memory that live as long as
@@ -85,8 +82,15 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 	if destroy != nil {
 		d = r.put(destroy)
 	}
+	return r.allocs().Alloc(&r.a, uintptr(size), ownStack(n), d)
+}
+
+// ownStack marks frame n as owning Stack allocations and returns the owner
+// they are to carry: every allocation path takes it here, so that n's end
+// (destroyStack) finds all of them.
+func ownStack(n *Node) uint64 {
 	n.Flags |= opcodes.FlagStack
-	return r.allocs().Alloc(&r.a, uintptr(size), stackOwner(n), d)
+	return stackOwner(n)
 }
 
 // stackOwner names frame n as the owner of its Stack allocations. Its Seq
