@@ -62,6 +62,15 @@ const (
 	FlagCanceling                   // being canceled: calls through its handle are ignored
 )
 
+// The high byte of a running frame's Flags counts its live Stack
+// allocations, StackOne each, so that the frame's end stops looking for
+// them once it has found them all; a count that reaches StackCount stays
+// there, and the end then looks through every allocation of the run.
+const (
+	StackOne   Flags = 1 << 8
+	StackCount Flags = 0xff << 8 // the count's bits, and its saturated value
+)
+
 // Node is one instruction and, once it runs, its frame, without a Go
 // pointer: links to other Nodes are [Link]s, which the vm resolves through
 // its arena, so storing one is a plain store, never a write barrier.

@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,5 +80,26 @@ func BenchmarkInterpTimeoutDirect(b *testing.B) {
 		l.Spawn(waiting)
 		l.RunUntilIdle()
 		step.Success()
+	}
+}
+
+// BenchmarkStackInnerEnds times an iteration that takes stack memory and
+// ends while an outer step holds many allocations: the iteration's end
+// stops looking once it has found its own, so the time per iteration does
+// not grow with what the outer step holds.
+func BenchmarkStackInnerEnds(b *testing.B) {
+	for _, held := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			l := vm.NewLoop()
+			b.ReportAllocs()
+			l.Spawn(func(as vm.AsyncSteps, _ vm.Args) {
+				for range held {
+					as.StackRaw(8, nil)
+				}
+				as.Repeat(b.N, func(as vm.AsyncSteps, _ int) { as.StackRaw(8, nil) })
+			})
+			b.ResetTimer()
+			l.RunUntilIdle()
+		})
 	}
 }

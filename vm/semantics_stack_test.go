@@ -187,6 +187,48 @@ func TestSemStackInvalidHandle(t *testing.T) {
 	}()
 }
 
+// A frame's end finds every allocation it owns, whether it has a few or
+// more than its count of them can hold (255), with an inner step's own
+// allocations taken and freed in between: destroy callbacks run once each,
+// newest first, and the arena is back where it was before the next step.
+func TestSemStackManyInOneFrame(t *testing.T) {
+	for _, n := range []int{3, 254, 255, 256, 600} {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		var order []int
+		var before int64
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			before = l.Stats().ArenaInUse
+			for i := range n {
+				as.StackRaw(8+i%3*8, func(unsafe.Pointer) { order = append(order, i) })
+				if i == n/2 {
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.StackRaw(8, func(unsafe.Pointer) { order = append(order, -1) })
+					})
+				}
+			}
+		})
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			if got := l.Stats().ArenaInUse; got > before {
+				t.Errorf("%d allocations: %d bytes in use after their step, %d before it", n, got, before)
+			}
+		})
+		f := root.Promise()
+		l.RunUntilIdle()
+		semOK(t, f)
+		if len(order) != n+1 || order[0] != -1 {
+			t.Fatalf("%d allocations: destroyed %d, first %v", n, len(order), order[:min(len(order), 3)])
+		}
+		for k, i := range order[1:] {
+			if i != n-1-k {
+				t.Fatalf("%d allocations: destroy %d ran %dth, want newest first", n, i, k)
+			}
+		}
+		root.Release()
+		semClean(t, l)
+	}
+}
+
 // StackRaw with a negative size is misuse: it fails the step's flow with
 // InternalError.
 func TestSemStackRawNegativeSize(t *testing.T) {

@@ -44,10 +44,11 @@ func Stack[T any](as AsyncSteps) *T {
 // handle of a step that has ended, StackRaw returns nil, as Stack does,
 // and so it does for a negative size: both are misuse.
 //
-// The run's allocations are one list, newest first, which the end of a
-// frame that allocated looks through in full: a flow that keeps thousands
-// of allocations live in outer steps while inner steps allocate pays for
-// them at each inner step's end.
+// The run's allocations are one list, newest first. The end of a frame
+// that allocated looks through it until it has found as many as the frame
+// took, which for an inner step are near the front however many its outer
+// steps hold; a frame that took more than 254 looks through the whole
+// list once.
 func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	if f := as.foreign(); f != nil {
 		return f.Stack(size, destroy)
@@ -90,6 +91,9 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 // (destroyStack) finds all of them.
 func ownStack(n *Node) uint64 {
 	n.Flags |= opcodes.FlagStack
+	if n.Flags&opcodes.StackCount != opcodes.StackCount {
+		n.Flags += opcodes.StackOne
+	}
 	return stackOwner(n)
 }
 
@@ -122,10 +126,13 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 	// Nested when a callback completes a step of another branch of r.
 	was := r.teardown
 	r.teardown |= tearDestroy
-	for {
+	for n.Flags&opcodes.StackCount != 0 {
 		p, d, ok := r.allocs().Take(owner)
 		if !ok {
 			break
+		}
+		if n.Flags&opcodes.StackCount != opcodes.StackCount {
+			n.Flags -= opcodes.StackOne // the last one found ends the search
 		}
 		if d != 0 {
 			if fn, ok := r.slot(d).(func(unsafe.Pointer)); ok {
@@ -144,5 +151,5 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 		p := at(n.Parent)
 		p.Flags = p.Flags&^opcodes.FlagChild | parentChild
 	}
-	n.Flags &^= opcodes.FlagStack
+	n.Flags &^= opcodes.FlagStack | opcodes.StackCount
 }
