@@ -3,6 +3,7 @@ package vm_test
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stepvm/stepvm/vm"
 )
@@ -238,4 +239,156 @@ func TestSemParallelNestedAbort(t *testing.T) {
 			as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer sibling") })
 		})
 	}, "cancel inner sibling", "inner handler Deep", "cancel outer sibling", "outer handler Deep")
+}
+
+// Break or Continue of a loop from a branch of a parallel step that runs in
+// a branch of another parallel step, the loop's body: the inner sibling,
+// the outer branch's step and the outer sibling are canceled in that order
+// (innermost first), once each, no parallel handler runs, and nothing is
+// left behind.
+func TestSemParallelNestedBreaksOuterLoop(t *testing.T) {
+	for _, ctl := range []string{"break", "continue"} {
+		t.Run(ctl, func(t *testing.T) {
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				iter := 0
+				root.Loop(func(as vm.AsyncSteps) {
+					iter++
+					i := iter
+					log.add("iter %d", i)
+					if i == 3 {
+						as.Break()
+					}
+					handler := func(as vm.AsyncSteps, code string) { log.add("handler never %s", code) }
+					outer := as.Parallel(handler)
+					outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer branch %d", i) })
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+							inner := as.Parallel(handler)
+							inner.Add(func(as vm.AsyncSteps, _ vm.Args) {
+								as.SetCancel(func(vm.AsyncSteps) { log.add("cancel inner sibling %d", i) })
+							})
+							inner.Add(func(as vm.AsyncSteps, _ vm.Args) {
+								as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+									if ctl == "break" {
+										as.Break()
+									}
+									as.Continue()
+								})
+							})
+						})
+					})
+					outer.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) { log.add("cancel outer sibling %d", i) })
+					})
+					as.Add(log.step("after parallel never"))
+				})
+				root.Add(log.step("after loop"))
+			})
+			semOK(t, r.f)
+			want := []string{"iter 1", "cancel inner sibling 1", "cancel outer branch 1", "cancel outer sibling 1"}
+			if ctl == "continue" {
+				want = append(want, "iter 2", "cancel inner sibling 2", "cancel outer branch 2", "cancel outer sibling 2", "iter 3")
+			}
+			semExpect(t, r.log, append(want, "after loop")...)
+			semClean(t, r.l)
+		})
+	}
+}
+
+// Timeouts of four branches due in the same pass: the first aborts the
+// parallel step, whose handler may add a step with a timeout of its own,
+// and the others are stopped unfired, their steps canceled once each; or
+// each branch's handler recovers its own timeout in turn.
+func TestSemParallelTimeoutsInOnePass(t *testing.T) {
+	for _, how := range []string{"abort", "handler adds timed step", "each recovers"} {
+		t.Run(how, func(t *testing.T) {
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				p := root.Parallel(func(as vm.AsyncSteps, code string) {
+					log.add("parallel handler %s", code)
+					if how == "handler adds timed step" {
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+							log.add("timed")
+							as.SetTimeout(time.Millisecond)
+						}, func(as vm.AsyncSteps, code string) { log.add("timed handler %s", code) })
+					}
+				})
+				for i := range 4 {
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetTimeout(time.Millisecond)
+						as.SetCancel(func(vm.AsyncSteps) { log.add("cancel %d", i) })
+					}, func(as vm.AsyncSteps, code string) {
+						log.add("handler %d %s", i, code)
+						if how == "each recovers" {
+							as.Success()
+						}
+					})
+				}
+				root.Add(log.step("after"))
+			})
+			r.advance(time.Millisecond)
+			r.advance(time.Millisecond)
+			switch how {
+			case "abort":
+				semFail(t, r.f, vm.Timeout)
+				semExpect(t, r.log, "cancel 0", "handler 0 Timeout", "cancel 1", "cancel 2", "cancel 3", "parallel handler Timeout")
+			case "handler adds timed step":
+				semFail(t, r.f, vm.Timeout)
+				semExpect(t, r.log, "cancel 0", "handler 0 Timeout", "cancel 1", "cancel 2", "cancel 3", "parallel handler Timeout",
+					"timed", "timed handler Timeout")
+			case "each recovers":
+				semOK(t, r.f)
+				semExpect(t, r.log, "cancel 0", "handler 0 Timeout", "cancel 1", "handler 1 Timeout",
+					"cancel 2", "handler 2 Timeout", "cancel 3", "handler 3 Timeout", "after")
+			}
+			semClean(t, r.l)
+		})
+	}
+}
+
+// Stack memory a parallel step's error handler takes is destroyed once
+// when Break or Continue leaves the step from the handler or from a step
+// the handler added, or when the root is canceled while that step waits.
+func TestSemParallelHandlerStackLeftByLoopOrCancel(t *testing.T) {
+	for _, how := range []string{"handler break", "handler continue", "added break", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				root.Repeat(2, func(as vm.AsyncSteps, i int) {
+					p := as.Parallel(func(as vm.AsyncSteps, code string) {
+						log.add("handler %d %s", i, code)
+						as.StackRaw(16, func(unsafe.Pointer) { log.add("destroy %d", i) })
+						switch how {
+						case "handler break":
+							as.Break()
+						case "handler continue":
+							as.Continue()
+						}
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+							log.add("added %d", i)
+							if how == "added break" {
+								as.Break()
+							}
+							as.WaitExternal()
+						})
+					})
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("X") })
+					as.Add(log.step("after parallel never"))
+				})
+				root.Add(log.step("after loop"))
+			})
+			switch how {
+			case "handler break":
+				semExpect(t, r.log, "handler 0 X", "destroy 0", "after loop")
+			case "handler continue":
+				semExpect(t, r.log, "handler 0 X", "destroy 0", "handler 1 X", "destroy 1", "after loop")
+			case "added break":
+				semExpect(t, r.log, "handler 0 X", "added 0", "destroy 0", "after loop")
+			case "cancel":
+				semPending(t, r.f)
+				r.root.Cancel()
+				semExpect(t, r.log, "handler 0 X", "added 0", "destroy 0")
+			}
+			semResult(t, r.f)
+			semClean(t, r.l)
+		})
+	}
 }
