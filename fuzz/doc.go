@@ -6,7 +6,13 @@
 // its trace; it also checks what the VM must guarantee whatever the
 // program: no panic escapes it, every root completes exactly once, the
 // loop is idle at the end, stack allocations are zeroed and kept intact,
-// and no arena memory is in use once every root is released.
+// and no arena memory is in use once every root is released. Stack memory
+// is StackRaw's, whose destroy callback traces its end, or vm.Stack's, of
+// a type with or without Go pointers: that has no callback, so the harness
+// brackets it with two StackRaw allocations of its step and checks, as
+// their callbacks run, that it is intact until the step ends and that the
+// arena gets its bytes back then (see stack.go); the trace shows its end
+// as StackRaw's does, where the model says the step ends.
 //
 // # Fuzzing
 //
@@ -23,10 +29,14 @@
 //	go test -run '^$' -fuzz '^FuzzVMvsModel$' -fuzztime 10m -parallel 1 ./fuzz
 //	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10m -parallel 1 ./fuzz
 //
+// (-fuzztime 300000x bounds a run by executions instead.)
+//
 // The seed corpus in testdata/fuzz holds the specification's examples
 // (Examples) and the programs of testdata/programs, encoded for each target
-// (go test ./fuzz -run TestSeedCorpus -update rewrites it); go test ./fuzz
-// replays it together with every crash the fuzzer ever wrote there.
+// (go test ./fuzz -run TestSeedCorpus -update rewrites it, after a new
+// program or a change of the generator's choices); go test ./fuzz replays
+// it together with every crash the fuzzer ever wrote there, which a change
+// of the generator turns into other programs, all of which must pass too.
 // testdata/bugs holds the programs that made the fuzzer fail, run by
 // TestBugRepros.
 //

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/stepvm/stepvm/fuzz/prog"
 	"github.com/stepvm/stepvm/vm"
@@ -157,7 +156,7 @@ func (h *harness) exec(rr *rootRun, as vm.AsyncSteps, id string, stmts []prog.St
 				h.exec(rr, as, id, s.Body.Stmts, prog.Scope{Args: args}, lv)
 			})
 		case *prog.Stack:
-			h.stack(rr, as, id, s.Size)
+			h.stack(rr, as, id, s)
 		case *prog.Success:
 			as.Success(toVM(s.Values)...)
 			return
@@ -195,41 +194,6 @@ func (h *harness) exec(rr *rootRun, as vm.AsyncSteps, id string, stmts []prog.St
 		default:
 			h.add(as, s, lv)
 		}
-	}
-}
-
-// stack allocates size bytes for the step, checks they are zeroed, fills
-// them with a pattern and checks the pattern when they are destroyed.
-func (h *harness) stack(rr *rootRun, as vm.AsyncSteps, id string, size int) {
-	h.allocs++
-	fill := h.allocs | 1
-	var mem []byte
-	var p unsafe.Pointer
-	p = as.StackRaw(size, func(q unsafe.Pointer) {
-		if q != p {
-			h.fail("stack memory of %s handed to its destructor is not the allocation", id)
-		}
-		for i, b := range mem {
-			if b != fill {
-				h.fail("stack memory of %s overwritten at byte %d of %d", id, i, size)
-				break
-			}
-		}
-		h.emit(rr, fmt.Sprintf("free %s %d", id, size))
-	})
-	if p == nil {
-		h.fail("StackRaw(%d) in %s returned nil", size, id)
-		return
-	}
-	mem = unsafe.Slice((*byte)(p), size)
-	for i, b := range mem {
-		if b != 0 {
-			h.fail("stack memory of %s not zeroed at byte %d", id, i)
-			break
-		}
-	}
-	for i := range mem {
-		mem[i] = fill
 	}
 }
 

@@ -145,7 +145,7 @@ func (m *machine) exec(f *frame, stmts []prog.Stmt, sc prog.Scope, handler bool)
 		case *prog.OnCancel:
 			f.onCancel = s.Body
 		case *prog.Stack:
-			f.allocs = append(f.allocs, s.Size)
+			f.allocs = append(f.allocs, s)
 		case *prog.Success:
 			return outcome{kind: outSuccess, values: s.Values}
 		case *prog.Error:
@@ -273,7 +273,7 @@ func (m *machine) popFrame(f *frame) {
 	f.waiting = false
 	f.resumer = resumerNone
 	for i := len(f.allocs) - 1; i >= 0; i-- {
-		m.emit(f.th.flow, "free "+f.id+" "+strconv.Itoa(f.allocs[i]))
+		m.emit(f.th.flow, prog.FreeEvent(f.id, f.allocs[i]))
 	}
 	f.allocs = nil
 	f.queue = nil

@@ -209,9 +209,9 @@ type frame struct {
 	handled  bool // the error handler ran, or runs
 	timer    *timer
 	onCancel *prog.Block
-	allocs   []int
-	waitExt  bool // WaitExternal: no implicit success
-	waiting  bool // the harness will complete it
+	allocs   []*prog.Stack // of the step, or of its (or a parallel step's) error handler
+	waitExt  bool          // WaitExternal: no implicit success
+	waiting  bool          // the harness will complete it
 	resumer  resumerState
 
 	// Parallel frames.

@@ -1,5 +1,7 @@
 package prog
 
+import "strconv"
+
 // Program is a parsed step program: its declarations in source order. Two
 // programs are the same program when reflect.DeepEqual says so; the parser,
 // the printer and the generator all build empty lists as nil so that this
@@ -130,9 +132,46 @@ type OnCancel struct {
 	Body *Block
 }
 
-// Stack allocates Size bytes that live as long as the step (StackRaw).
+// Stack allocates Size bytes that live as long as the step, or the error
+// handler's step: raw bytes (StackRaw), or a value of a type of Size
+// bytes (vm.Stack), which is one of StackSizes.
 type Stack struct {
 	Size int
+	Type StackType
+}
+
+// StackType is how a stack statement allocates.
+type StackType uint8
+
+const (
+	StackRaw      StackType = iota // StackRaw(Size, destroy)
+	StackArray                     // vm.Stack[[Size]byte]: no Go pointers, served from the arena
+	StackPointers                  // vm.Stack of a Size-byte array beside Go pointers: served from the Go heap
+)
+
+// StackSizes are the sizes vm.Stack allocates (stack array and stack
+// pointers): the harness has a type of each size.
+var StackSizes = []int{1, 8, 24, 64, 100, 4096}
+
+var stackTypeWords = [...]string{StackArray: "array", StackPointers: "pointers"}
+
+// String returns the word of t in a stack statement: "raw" for StackRaw,
+// which has none.
+func (t StackType) String() string {
+	if t == StackRaw {
+		return "raw"
+	}
+	return stackTypeWords[t]
+}
+
+// operand is the text of s after "stack", and of its free event after the
+// step's ID: "64", "array 64" or "pointers 64".
+func (s *Stack) operand() string {
+	n := strconv.Itoa(s.Size)
+	if s.Type == StackRaw {
+		return n
+	}
+	return stackTypeWords[s.Type] + " " + n
 }
 
 // Success completes the step with Values.

@@ -36,7 +36,14 @@
 //	set NAME STRING     set a state variable (also allowed at level 0)
 //	timeout DURATION    SetTimeout
 //	onCancel { { print | set } [ cancel ROOT ] }   SetCancel
-//	stack INT           StackRaw(n) with a destructor that traces "free"
+//	stack INT           StackRaw(INT) with a destructor that traces "free"
+//	stack array INT     vm.Stack of an INT-byte array: no Go pointers, arena memory
+//	stack pointers INT  vm.Stack of an INT-byte array beside Go pointers: Go heap
+//
+// where the INT of a typed allocation is one of 1, 8, 24, 64, 100 and 4096
+// (StackSizes). The memory lives as long as the step: until the step ends,
+// by success, error or cancel, or is unwound; the harness checks it is
+// zeroed, keeps what was written to it and, for vm.Stack, is freed then.
 //
 // and may end with one terminal statement:
 //
@@ -56,10 +63,12 @@
 //	                             before (not in a model)
 //	release ROOT                 the same with ROOT's Release
 //
-// An error handler (catch) may use print, set, adders and the terminal
-// statements but wait; a cancel handler print, set, cancel and release. A body
-// that ends without a terminal statement succeeds implicitly unless it
-// added steps, set a timeout or a cancel handler, or waits (FTN12 1.6). Values are integers, floats (with a point
+// An error handler (catch) may use print, set, stack, adders and the
+// terminal statements but wait (its stack memory lives until the step or
+// parallel step whose error it handles ends); a cancel handler print, set,
+// cancel and release. A body that ends without a terminal statement
+// succeeds implicitly unless it added steps, set a timeout or a cancel
+// handler, or waits (FTN12 1.6). Values are integers, floats (with a point
 // or an exponent), strings in Go syntax, true and false; a success has at
 // most four. Durations are integers followed by ms.
 //
@@ -102,7 +111,7 @@
 //	iter ID [I | K V]    a loop iteration starts (repeat: its index; forEach: key and value)
 //	catch ID CODE        an error handler starts
 //	cancel ID            a cancel handler runs
-//	free ID N            a stack allocation of N bytes is destroyed
+//	free ID [TYPE] N     the memory of a stack statement (stack [TYPE] N) is freed
 //	resume ID            the harness completes a waiting step
 //	print TEXT           a print statement
 //	stalled              nothing can move the root any more: the harness cancels it

@@ -43,7 +43,6 @@ const (
 // Tables of the values the generator picks from.
 var (
 	genDurations = []int64{1, 2, 3, 5, 10, 20, 50, 100, 1000}
-	genStacks    = []int{1, 8, 24, 64, 100, 4096}
 	genWaitMS    = []int64{1, 2, 5, 20} // completions by timer: on deadlines of timeouts
 	genFloats    = []float64{0.5, -1.25, 3, 1e21, 2.5e-7}
 	genCodes     = []string{"E1", "E2", "Timeout", "InternalError"}
@@ -414,8 +413,10 @@ func (g *gen) kinds(ctx context, depth int) []int {
 			ok = ctx != inParallel
 		case kPrint:
 			ok = ctx == inBody || ctx == inHandler || ctx == inCancel
-		case kTimeout, kOnCancel, kStack:
+		case kTimeout, kOnCancel:
 			ok = ctx == inBody
+		case kStack:
+			ok = ctx == inBody || ctx == inHandler
 		}
 		if ok {
 			ks = append(ks, k)
@@ -678,7 +679,16 @@ func (g *gen) stmt(k int, ctx context, labels []string, depth int, want func() S
 	case kOnCancel:
 		return &OnCancel{Body: &Block{Stmts: g.block(inCancel, nil, depth+1, func() []Stmt { return want().(*OnCancel).Body.Stmts })}}
 	case kStack:
-		return &Stack{Size: genStacks[g.pick(len(genStacks), func() int { return index(genStacks, want().(*Stack).Size) })]}
+		// As often raw bytes as each type of vm.Stack, of every size.
+		n := len(StackSizes)
+		k := g.pick(3*n, func() int {
+			w := want().(*Stack)
+			if i := index(StackSizes, w.Size); i >= 0 {
+				return int(w.Type)*n + i
+			}
+			return -1
+		})
+		return &Stack{Size: StackSizes[k%n], Type: StackType(k / n)}
 	}
 	panic("prog: unknown statement kind")
 }

@@ -265,7 +265,7 @@ var allowed = map[string][]context{
 	"print":       {inBody, inHandler, inCancel},
 	"timeout":     {inBody},
 	"onCancel":    {inBody},
-	"stack":       {inBody},
+	"stack":       {inBody, inHandler},
 	"success":     {inBody, inHandler},
 	"error":       {inBody, inHandler},
 	"panic":       {inBody, inHandler},
@@ -338,7 +338,7 @@ func (p *parser) stmt(ctx context, labels []string) Stmt {
 	case "onCancel":
 		return &OnCancel{Body: &Block{Stmts: p.block(inCancel, nil)}}
 	case "stack":
-		return &Stack{Size: p.intIn("stack size", 1, MaxStack)}
+		return p.stack()
 	case "success":
 		return &Success{Values: p.values()}
 	case "error":
@@ -373,6 +373,23 @@ func (p *parser) stmt(ctx context, labels []string) Stmt {
 		return &Cancel{Root: t.text, Release: kw.text == "release"}
 	}
 	panic("unreachable")
+}
+
+func (p *parser) stack() *Stack {
+	if p.tok.kind != tIdent {
+		return &Stack{Size: p.intIn("stack size", 1, MaxStack)}
+	}
+	kw := p.next()
+	typ := slices.Index(stackTypeWords[:], kw.text)
+	if typ <= int(StackRaw) { // not a type word (the raw one is empty)
+		p.failAt(kw, "expected a stack size, array or pointers, found %s", kw)
+	}
+	s := &Stack{Type: StackType(typ)}
+	t := p.tok
+	if s.Size = p.intIn("stack size", 1, MaxStack); !slices.Contains(StackSizes, s.Size) {
+		p.failAt(t, "stack %s %d: the size of a typed allocation is one of %v", kw.text, s.Size, StackSizes)
+	}
+	return s
 }
 
 func (p *parser) catch(labels []string) *Block {

@@ -131,7 +131,7 @@ func (w *printer) stmt(s Stmt) {
 		w.stmts(s.Body.Stmts)
 		w.close("")
 	case *Stack:
-		w.line("stack " + strconv.Itoa(s.Size))
+		w.line("stack " + s.operand())
 	case *Success:
 		w.line("success" + FormatValues(s.Values))
 	case *Error:

@@ -117,6 +117,9 @@ func TestParseErrors(t *testing.T) {
 		{"root r { step { timeout 5 } }", "1:25: expected duration, found \"5\""},
 		{"root r { step { print \"x } }", "1:23: string not terminated"},
 		{"root r { step { stack 0 } }", "1:23: stack size 0 out of range 1..65536"},
+		{"root r { step { stack array 7 } }", "1:29: stack array 7: the size of a typed allocation is one of [1 8 24 64 100 4096]"},
+		{"root r { step { stack bytes 8 } }", "1:23: expected a stack size, array or pointers, found \"bytes\""},
+		{"root r { step { onCancel { stack 8 } } }", "1:28: stack is not allowed in a cancel handler"},
 		{"root r { forEach [\"a\": 1, \"a\": 2] {} }", "1:27: duplicate key \"a\""},
 		{"root r { step { wait 2 } }", "1:24: expected success or error, found }"},
 		{"root r { step {} catch { timeout 1ms } }", "1:26: timeout is not allowed in an error handler"},
@@ -135,6 +138,65 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want %s", c.src, err, c.err)
 		}
 	}
+}
+
+// TestGenerateStacks checks that the generator makes each kind of stack
+// statement often, and puts some in parallel steps' error handlers.
+func TestGenerateStacks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var types [3]int
+	inParallelCatch := 0
+	var walk func(ss []Stmt, parallelCatch bool)
+	body := func(ss []Stmt, catch *Block, parallel bool) {
+		walk(ss, false)
+		if catch != nil {
+			walk(catch.Stmts, parallel)
+		}
+	}
+	walk = func(ss []Stmt, parallelCatch bool) {
+		for _, s := range ss {
+			switch s := s.(type) {
+			case *Stack:
+				types[s.Type]++
+				if parallelCatch {
+					inParallelCatch++
+				}
+			case *Step:
+				body(s.Body, s.Catch, false)
+			case *Parallel:
+				body(s.Branches, s.Catch, true)
+			case *Sync:
+				body(s.Body, s.Catch, false)
+			case *Loop:
+				walk(s.Body, false)
+			case *Repeat:
+				walk(s.Body, false)
+			case *ForEach:
+				walk(s.Body, false)
+			}
+		}
+	}
+	for range 3000 {
+		data := make([]byte, rng.IntN(400))
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		for _, d := range Generate(data).Decls {
+			if r, ok := d.(*Root); ok {
+				walk(r.Body, false)
+			}
+		}
+	}
+	for typ, n := range types {
+		if n < 300 {
+			t.Errorf("%d stack %s statements in 3000 programs", n, StackType(typ))
+		}
+	}
+	if inParallelCatch < 30 {
+		t.Errorf("%d stack statements in parallel steps' error handlers in 3000 programs", inParallelCatch)
+	}
+	t.Logf("stack statements: %d raw, %d array, %d pointers; %d in parallel steps' error handlers",
+		types[StackRaw], types[StackArray], types[StackPointers], inParallelCatch)
 }
 
 func TestExpand(t *testing.T) {

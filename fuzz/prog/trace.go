@@ -34,3 +34,7 @@ func DoneError(code, info string) string {
 }
 
 const DoneCanceled = "done canceled"
+
+// FreeEvent is the event of the destruction of the memory stack statement
+// s allocated in the step (or handler of the step) id.
+func FreeEvent(id string, s *Stack) string { return "free " + id + " " + s.operand() }
