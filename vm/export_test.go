@@ -18,3 +18,12 @@ func SetSeq(as AsyncSteps, seq uint32) { as.r.seq = seq }
 
 // HandleSeq returns the Node.Seq stamp the step handle as carries.
 func HandleSeq(as AsyncSteps) uint32 { return as.seq }
+
+// ResumersInUse reports the Resumer slots handed out and not yet released.
+func ResumersInUse(l *Loop) int {
+	n := int(l.resumers.next)
+	if n > 0 {
+		n--
+	}
+	return n - len(l.resumers.free)
+}

@@ -199,15 +199,7 @@ func TestSemAwaitContextCanceled(t *testing.T) {
 			}
 			root.Add(log.step("next never"))
 			f := root.Promise()
-			// Wait until fn runs, driving the loop.
-			for waiting := true; waiting; {
-				l.RunUntilIdle()
-				select {
-				case <-started:
-					waiting = false
-				default:
-				}
-			}
+			semDriveUntil(l, started) // until fn runs
 			switch how {
 			case "timeout":
 				clk.Advance(time.Second)

@@ -117,6 +117,20 @@ func semDrive(l *vm.Loop, f *vm.Future) {
 	}
 }
 
+// semDriveUntil runs l on the calling goroutine until ch is closed by
+// another goroutine (an Await's function, say, once it runs).
+func semDriveUntil(l *vm.Loop, ch <-chan struct{}) {
+	for {
+		l.RunUntilIdle()
+		select {
+		case <-ch:
+			return
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
 // semRunAsync drives l with Run on a goroutine of its own. stop ends it and
 // waits for Run to return, so that what the loop wrote is visible to the
 // caller afterwards.
