@@ -416,7 +416,8 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 }
 
 // pass is Iterate without the delay: it reports whether immediate work
-// remains.
+// remains, or timers that a move of the manual clock during the pass made
+// due.
 func (l *Loop) pass() (more bool) {
 	if l.depth > 0 {
 		l.nestedPass()
@@ -447,7 +448,11 @@ func (l *Loop) pass() (more bool) {
 		// (Deferred(0) re-arming itself) cannot keep this pass going. (now,
 		// its common case in line: a call less per pass.)
 		var now int64
+		var moves uint64
 		if l.custom {
+			if l.manual != nil {
+				moves = l.manual.moves.Load() // before the reading, as Advance raises it after moving
+			}
 			now = l.now()
 		} else {
 			now = int64(time.Since(l.start))
@@ -461,6 +466,17 @@ func (l *Loop) pass() (more bool) {
 				break
 			}
 			l.fire(uint32(data), uint32(data>>32))
+		}
+		if l.manual != nil && l.manual.moves.Load() != moves {
+			// A callback moved the manual clock on (Advance from a timer
+			// callback, or from a handler a timeout ran): the timers that
+			// made due fire in the next pass, which the pass asks for, or
+			// RunUntilIdle would return and Iterate report a delay while
+			// they are due.
+			if at, ok := l.wheel.NextDeadline(); ok && at <= l.now() {
+				l.inPass = false
+				return true
+			}
 		}
 	}
 	l.inPass = false

@@ -595,6 +595,51 @@ func TestSemRunAdvanceFromTimerCallback(t *testing.T) {
 	<-ran
 }
 
+// A ManualClock moved on by a timer callback, or by the error handler of
+// a timeout, when the loop is driven by hand: the timers due by then fire
+// before RunUntilIdle returns, and Iterate reports them as work to do now.
+// The pass's reading, taken before the callbacks ran, does not see them
+// due: RunUntilIdle used to return with them pending, and Iterate to
+// report a tick's delay, as if the clock had not moved.
+func TestSemAdvanceFromTimerCallbackByHand(t *testing.T) {
+	for _, by := range []string{"Deferred", "timeout handler"} {
+		for _, drive := range []string{"RunUntilIdle", "Iterate"} {
+			t.Run(by+"/"+drive, func(t *testing.T) {
+				l, clk := semLoop()
+				var log semLog
+				advance := func() {
+					log.add("advance")
+					clk.Advance(time.Millisecond)
+				}
+				if by == "Deferred" {
+					l.Deferred(time.Millisecond, advance)
+				} else {
+					l.Spawn(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(time.Millisecond) },
+						func(vm.AsyncSteps, string) { advance() }) // the flow ends: nothing is queued
+				}
+				l.Deferred(2*time.Millisecond, func() { log.add("deferred") })
+				root := l.NewSteps()
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(2 * time.Millisecond) },
+					func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+				f := root.Promise()
+				l.RunUntilIdle()
+				clk.Advance(time.Millisecond)
+				if drive == "RunUntilIdle" {
+					l.RunUntilIdle()
+				} else {
+					if work, delay := l.Iterate(); !work || delay != 0 {
+						t.Fatalf("Iterate after the Advance = %v, %v; want true, 0 (timers are due)", work, delay)
+					}
+					l.Iterate()
+				}
+				semExpect(t, &log, "advance", "deferred", "handler Timeout")
+				semFail(t, f, vm.Timeout)
+				semClean(t, l)
+			})
+		}
+	}
+}
+
 // A timer callback that sets a timer due at once does not keep its pass
 // from ending: the new timer fires in a later pass, after the immediate
 // work queued meanwhile, and Iterate reports it as work to do now.
