@@ -448,11 +448,7 @@ func (l *Loop) pass() (more bool) {
 		// (Deferred(0) re-arming itself) cannot keep this pass going. (now,
 		// its common case in line: a call less per pass.)
 		var now int64
-		var moves uint64
 		if l.custom {
-			if l.manual != nil {
-				moves = l.manual.moves.Load() // before the reading, as Advance raises it after moving
-			}
 			now = l.now()
 		} else {
 			now = int64(time.Since(l.start))
@@ -460,22 +456,23 @@ func (l *Loop) pass() (more bool) {
 		if l.wheel.Unsealed() {
 			l.wheel.Seal(now)
 		}
-		for {
-			data, ok := l.wheel.Pop(now)
-			if !ok {
-				break
+		if data, ok := l.wheel.Pop(now); ok {
+			for ; ok; data, ok = l.wheel.Pop(now) {
+				l.fire(uint32(data), uint32(data>>32))
 			}
-			l.fire(uint32(data), uint32(data>>32))
-		}
-		if l.manual != nil && l.manual.moves.Load() != moves {
-			// A callback moved the manual clock on (Advance from a timer
-			// callback, or from a handler a timeout ran): the timers that
-			// made due fire in the next pass, which the pass asks for, or
-			// RunUntilIdle would return and Iterate report a delay while
-			// they are due.
-			if at, ok := l.wheel.NextDeadline(); ok && at <= l.now() {
-				l.inPass = false
-				return true
+			// A callback may have moved the manual clock on (Advance from
+			// a timer callback, or from a handler a timeout ran): the
+			// timers that made due fire in the next pass, which the pass
+			// asks for, or RunUntilIdle would return and Iterate report a
+			// delay while they are due. Only a pass that fired ran a
+			// callback after its reading: the others skip the check.
+			if l.manual != nil {
+				if t := l.now(); t > now {
+					if at, ok := l.wheel.NextDeadline(); ok && at <= t {
+						l.inPass = false
+						return true
+					}
+				}
 			}
 		}
 	}
