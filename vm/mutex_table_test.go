@@ -36,4 +36,26 @@ func TestMutexTableReusesCollectedEntries(t *testing.T) {
 		t.Errorf("lookup(0) = %p, want nil", m)
 	}
 	runtime.KeepAlive(keep)
+
+	// Once a collected Mutex's entry holds a live Mutex again, the old
+	// number still names nothing: the generation tells them apart.
+	var tr mutexTable
+	old := tr.bind(NewMutex(1, 0))
+	runtime.GC()
+	var next *Mutex
+	var ref uint64
+	for i := 0; uint32(ref) != uint32(old); i++ {
+		if i == 1000 {
+			t.Fatal("the entry of a collected Mutex is not reused")
+		}
+		next = NewMutex(1, 0)
+		ref = tr.bind(next)
+	}
+	if m := tr.lookup(old); m != nil {
+		t.Errorf("lookup of a collected Mutex's number, its entry reused = %p, want nil", m)
+	}
+	if m := tr.lookup(ref); m != next {
+		t.Errorf("lookup of the reusing Mutex's number = %p, want %p", m, next)
+	}
+	runtime.KeepAlive(next)
 }
