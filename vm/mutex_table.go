@@ -10,13 +10,13 @@ import "weak"
 // are not kept out for good.
 //
 // The table holds its Mutexes weakly: a Mutex the program drops is
-// collected as if it had never been bound. Entries of collected Mutexes are
-// swept for reuse once there is no free one and half as many Mutexes as
-// the table has entries were bound since the last sweep, which makes a
-// sweep's cost constant per bind and keeps the table within about twice
-// the Mutexes alive. An entry's generation, bumped on reuse, keeps the
-// number a frame of a root collected with its Mutex from naming the
-// entry's next Mutex.
+// collected as if it had never been bound. Entries of collected Mutexes
+// are swept for reuse once there is no free one and half as many Mutexes
+// as the table has entries (16 at least) were bound since the last sweep,
+// which makes a sweep's cost constant per bind and keeps the table within
+// about twice the Mutexes alive. An entry's generation, bumped on reuse,
+// keeps the number a frame of a root collected with its Mutex from naming
+// the entry's next Mutex.
 type mutexTable struct {
 	entries []mutexEntry
 	free    []uint32 // entries whose Mutex was collected
