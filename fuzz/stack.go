@@ -65,9 +65,7 @@ func (h *harness) stackRaw(as vm.AsyncSteps, id string, size int, free func()) {
 		if q != p {
 			h.fail("stack memory of %s handed to its destructor is not the allocation", id)
 		}
-		if intact != nil {
-			intact()
-		}
+		intact()
 		free()
 	})
 	if p == nil {
