@@ -140,3 +140,15 @@ func syWaitFor(log *syLog, name string, d time.Duration) vm.ExecFunc {
 		as.SetCancel(func(vm.AsyncSteps) { l.Cancel(h) })
 	}
 }
+
+// sySeeds runs the random test run with seeds 1 to n, stopping at the first
+// that fails.
+func sySeeds(t *testing.T, n uint64, run func(t *testing.T, seed uint64)) {
+	t.Helper()
+	for seed := uint64(1); seed <= n; seed++ {
+		run(t, seed)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}

@@ -16,14 +16,7 @@ import (
 // release other roots, cycles included, and the test cancels and releases
 // roots between passes. Every flow completes, no section ever holds more
 // than its limit, and the primitives and the loop end empty.
-func TestSyncRandomTeardown(t *testing.T) {
-	for seed := uint64(1); seed <= 5000; seed++ {
-		syncChaos(t, seed)
-		if t.Failed() {
-			t.Fatalf("seed %d", seed)
-		}
-	}
-}
+func TestSyncRandomTeardown(t *testing.T) { sySeeds(t, 5000, syncChaos) }
 
 func syncChaos(t *testing.T, seed uint64) {
 	l, clk := syLoop()
