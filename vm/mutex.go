@@ -16,7 +16,8 @@ import "github.com/stepvm/stepvm/opcodes"
 //
 // A Mutex belongs to the loop of the first flow that enters it: like the
 // flows themselves it is used from that loop's goroutine only, and a flow
-// of another loop that syncs on it fails with InternalError.
+// of another loop that syncs on it fails with InternalError. A Mutex must
+// not be copied after first use.
 type Mutex struct {
 	l *Loop
 	// ref is the Mutex's number in l's mutexTable, which each frame that
