@@ -107,7 +107,11 @@
 // called from a step, handler or callback of the same loop, they panic
 // with an InternalError *Error (which fails that step's flow). Roots come
 // from a per-loop pool; Release returns them, and a dropped root is
-// reclaimed by the garbage collector together with its arena. Handles (AsyncSteps values) carry generations:
-// a stale handle is detected without reading memory that another flow may
-// own.
+// reclaimed by the garbage collector together with its arena. One dropped
+// while its flow waits for what nothing can deliver any more (no handle,
+// timer or Resumer left to complete it) is reclaimed too, without running
+// its cancel handlers or destroy callbacks, which went with it: its Future
+// reports InternalError, and a place it held in a Mutex goes to the next
+// flow queued. Handles (AsyncSteps values) carry generations: a stale
+// handle is detected without reading memory that another flow may own.
 package vm
