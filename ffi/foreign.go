@@ -32,7 +32,12 @@ const (
 	fxPendError uint8 = iota + 1
 	fxPendBreak
 	fxPendContinue
+	fxPendMisuse // a misuse report: its info is the error's
 )
+
+// fxSwallowedInfo says what a Go function that swallows its unwinding did
+// wrong.
+const fxSwallowedInfo = "their panic did not reach ffi (a recover must re-panic what vm.IsUnwinding reports)"
 
 type fxPending struct {
 	what uint8
@@ -336,6 +341,12 @@ func (w *fwrap) NewInstance() vm.AsyncSteps {
 }
 
 func (w *fwrap) Success(vals []vm.Value) {
+	if w.inCall && w.pend.what != 0 {
+		// The engine would take it for the outcome of a function that
+		// raised: settle fails the step instead.
+		w.Misuse("Success after Error, Break, Continue or a misuse report: " + fxSwallowedInfo)
+		return
+	}
 	var a cargs
 	if bad := toForeign(vals, &a); bad != "" {
 		resetArgs(&a)
@@ -437,6 +448,9 @@ func (w *fwrap) Release() {
 
 func (w *fwrap) Misuse(info string) {
 	if w.inCall {
+		if w.pend.what == 0 { // for settle, should the function swallow the panic
+			w.pend = fxPending{what: fxPendMisuse, info: info}
+		}
 		panic(&vm.Error{Code: vm.InternalError, Info: info})
 	}
 }

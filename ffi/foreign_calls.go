@@ -113,11 +113,22 @@ func (w *fwrap) settle() {
 	p := recover()
 	pend := w.pend
 	w.inCall, w.pend = false, fxPending{}
-	if p == nil {
+	if p == nil && pend.what == 0 {
 		return
 	}
 	// Calls into the engine from here on must not panic either.
 	defer func() { _ = recover() }()
+	if p == nil {
+		// The function recovered its unwinding and returned: as in a
+		// stepvm flow, that fails the flow, which must not go on as if
+		// the function had succeeded (or loop for ever).
+		if pend.what == fxPendMisuse {
+			w.raise(vm.InternalError, pend.info)
+		} else {
+			w.raise(vm.InternalError, "the Go function returned after Error, Break or Continue: "+fxSwallowedInfo)
+		}
+		return
+	}
 	switch e := p.(type) {
 	case *vm.Error:
 		e = vm.RaisedError(e) // as in a vm step

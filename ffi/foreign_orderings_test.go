@@ -1,0 +1,78 @@
+//go:build cgo
+
+package ffi_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stepvm/stepvm/ffi/internal/cengine"
+	"github.com/stepvm/stepvm/vm"
+)
+
+// fswallow runs f and recovers whatever it panics with: the mistake of a
+// Go function that recovers the unwinding of Error, Break, Continue or a
+// misuse report and carries on.
+func fswallow(f func()) {
+	defer func() { _ = recover() }()
+	f()
+}
+
+// A Go function the foreign engine runs that swallows the unwinding of
+// Error, Break, Continue or a misuse report, then returns, has broken their
+// contract as it would in a stepvm flow: the flow fails with InternalError,
+// and goes on neither as if the function had succeeded nor as its code
+// would have it.
+func TestForeignSwallowedUnwindingIsInternalError(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		build func(root vm.AsyncSteps)
+	}{
+		{"Error in a step", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { fswallow(func() { as.Error("E") }) })
+		}},
+		{"Error then Success", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				fswallow(func() { as.Error("E") })
+				as.Success(vm.Int(1))
+			})
+		}},
+		{"Error in an error handler", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") },
+				func(as vm.AsyncSteps, _ string) { fswallow(func() { as.Error("F") }) })
+		}},
+		{"Break in a Repeat", func(root vm.AsyncSteps) {
+			root.Repeat(3, func(as vm.AsyncSteps, i int) {
+				cengine.Say("iteration")
+				fswallow(func() { as.Break() })
+			})
+		}},
+		{"misuse in a step", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { fswallow(func() { as.Add(nil) }) })
+		}},
+		{"misuse in a Repeat body", func(root vm.AsyncSteps) {
+			root.Repeat(3, func(as vm.AsyncSteps, _ int) {
+				cengine.Say("iteration")
+				fswallow(func() { as.Resumer() })
+			})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := runForeign(t, func(root vm.AsyncSteps) {
+				c.build(root)
+				root.Add(fsay("after"))
+			})
+			if run.result != cengine.Failed || run.code != vm.InternalError {
+				t.Fatalf("flow ended %d %q, trace %q; want failed InternalError", run.result, run.code, run.trace)
+			}
+			for i, line := range run.trace {
+				if line != "iteration" || i > 0 {
+					t.Fatalf("the flow went on: %q", run.trace)
+				}
+			}
+			if info := cengine.LastErrorInfo(); !strings.Contains(info, "IsUnwinding") && !strings.Contains(c.name, "misuse") {
+				t.Errorf("the error's info %q does not say what went wrong", info)
+			}
+		})
+	}
+}
