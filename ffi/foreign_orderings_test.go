@@ -76,3 +76,34 @@ func TestForeignSwallowedUnwindingIsInternalError(t *testing.T) {
 		})
 	}
 }
+
+// The functions of package vm for bindings take a foreign handle for no
+// root of theirs: RootOf gives the zero handle, not the stand-in root as a
+// valid root of a loop (an Add through it crashed on the stand-in's
+// missing loop and arena), and RootID gives 0 rather than one id shared by
+// every foreign flow.
+func TestForeignHandleHasNoNativeRoot(t *testing.T) {
+	check := func(what string, as vm.AsyncSteps) {
+		t.Helper()
+		r := vm.RootOf(as)
+		if r.Valid() || vm.IsRoot(r) {
+			t.Fatalf("%s: RootOf gives a valid root", what)
+		}
+		if id := vm.RootID(as); id != 0 {
+			t.Errorf("%s: RootID %#x, want 0", what, id)
+		}
+		vm.SetNativeRootValue(as, what)
+		if v := vm.NativeRootValue(as); v != nil {
+			t.Errorf("%s: NativeRootValue %v, want nil", what, v)
+		}
+	}
+	run := runForeign(t, func(root vm.AsyncSteps) {
+		check("root", root)
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			check("step", as)
+			check("accessor", as.Parallel())
+		})
+		root.Add(fsay("after"))
+	})
+	run.expect(t, cengine.Done, "", "after")
+}

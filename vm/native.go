@@ -73,9 +73,11 @@ func IsFrame(as AsyncSteps) bool {
 }
 
 // RootOf exists for foreign-function bindings: it returns the root of the
-// flow a valid handle belongs to, and the zero AsyncSteps otherwise.
+// flow a valid handle belongs to, and the zero AsyncSteps otherwise (also
+// for a foreign handle: its root is the foreign engine's, and a handle on
+// the stand-in would pass for a root of a loop).
 func RootOf(as AsyncSteps) AsyncSteps {
-	if !as.Valid() {
+	if !as.nativeValid() {
 		return AsyncSteps{}
 	}
 	return AsyncSteps{r: as.r, epoch: as.r.rootEpoch}
@@ -87,9 +89,10 @@ func RootOf(as AsyncSteps) AsyncSteps {
 // it too) or one parallel branch, which FTN12 1.11.4 has sync primitives
 // treat as separate owners, as the reference implementation's rootId
 // does. Identifiers are distinct for flows alive at the same time and for
-// successive uses of a pooled root or of a branch's memory.
+// successive uses of a pooled root or of a branch's memory. A foreign
+// handle gets 0: its stand-in root is the same for every foreign flow.
 func RootID(as AsyncSteps) uint64 {
-	if !as.Valid() {
+	if !as.nativeValid() {
 		return 0
 	}
 	if as.n != nil {
@@ -164,7 +167,7 @@ func (r *root) nativeEnded(code string) {
 // value SetNativeRootValue attached to the root of the valid handle as, or
 // nil.
 func NativeRootValue(as AsyncSteps) any {
-	if !as.Valid() || as.r.state == nil {
+	if !as.nativeValid() || as.r.state == nil {
 		return nil
 	}
 	return as.r.state.native
@@ -178,7 +181,7 @@ func NativeRootValue(as AsyncSteps) any {
 // loop reuses the root, so a binding clears what v holds in its release
 // hook. v may point back at the root. Loop goroutine only.
 func SetNativeRootValue(as AsyncSteps, v any) {
-	if as.Valid() {
+	if as.nativeValid() {
 		as.r.st().native = v
 	}
 }

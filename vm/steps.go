@@ -56,18 +56,21 @@ func (as AsyncSteps) frame() (*Node, bool) {
 
 // Valid reports whether the handle can be used (FTN12's boolean cast).
 func (as AsyncSteps) Valid() bool {
-	r := as.r
-	if r == nil {
-		return false
-	}
-	if as.n == nil && as.epoch == r.rootEpoch ||
-		as.n != nil && as.epoch == r.runEpoch && as.n.Seq == as.seq {
+	if as.nativeValid() {
 		return true
 	}
 	if f := as.foreign(); f != nil { // a foreign stand-in's epochs never match
 		return f.Valid()
 	}
 	return false
+}
+
+// nativeValid is Valid for a handle of a flow this VM runs: false for a
+// foreign handle, whose stand-in root has no loop, arena or node.
+func (as AsyncSteps) nativeValid() bool {
+	r := as.r
+	return r != nil && (as.n == nil && as.epoch == r.rootEpoch ||
+		as.n != nil && as.epoch == r.runEpoch && as.n.Seq == as.seq)
 }
 
 // Tool returns the event loop running the flow (FTN12's AsyncTool).
