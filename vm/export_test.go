@@ -1,5 +1,7 @@
 package vm
 
+import "unsafe"
+
 // CallbacksInUse reports the entries of l's callback table in use: the
 // Immediates and Deferreds scheduled and the records of frames that wait
 // with a timeout, a cancel handler or a Resumer. Tests check that none
@@ -27,3 +29,8 @@ func ResumersInUse(l *Loop) int {
 	}
 	return n - len(l.resumers.free)
 }
+
+// HandleNode returns the address of the node a step handle names (0 for a
+// root handle), so that a test can tell that a stale handle's memory now
+// serves another step.
+func HandleNode(as AsyncSteps) uintptr { return uintptr(unsafe.Pointer(as.n)) }
