@@ -545,3 +545,36 @@ func staleEnd(t *testing.T, l *vm.Loop, e *staleEnv, v vm.AsyncSteps) {
 		}
 	}
 }
+
+// staleForeign is a foreign flow that reports itself valid and serves no
+// call: the VM must forward to it or refuse, never take it for its own.
+type staleForeign struct{ vm.Foreign }
+
+func (staleForeign) Valid() bool { return true }
+
+// A valid foreign handle names no root of the VM: RootOf gives the zero
+// handle (whose calls panic with an *Error, as documented) and RootID 0,
+// where a stand-in root with matching epochs once passed for a live VM
+// root, every foreign flow had one RootID, and Add, Execute or Release
+// through that root dereferenced the arena it does not have.
+func TestSemForeignHandleNamesNoRoot(t *testing.T) {
+	h := vm.WrapForeign(staleForeign{})
+	r := vm.RootOf(h)
+	if r != (vm.AsyncSteps{}) || vm.IsRoot(r) || vm.RootID(h) != 0 {
+		t.Fatalf("RootOf of a foreign handle: IsRoot %v, valid %v; RootID %x", vm.IsRoot(r), r.Valid(), vm.RootID(h))
+	}
+	for name, call := range map[string]func(){
+		"Add":     func() { r.Add(func(vm.AsyncSteps, vm.Args) {}) },
+		"Execute": r.Execute,
+		"Release": r.Release,
+	} {
+		func() {
+			defer func() {
+				if _, ok := recover().(*vm.Error); !ok {
+					t.Errorf("%s through RootOf of a foreign handle did not panic with an *Error", name)
+				}
+			}()
+			call()
+		}()
+	}
+}
