@@ -56,19 +56,19 @@ const (
 	FlagChild                       // a sub-step (or, for OpParallel, a branch) is running
 	FlagWait                        // WaitExternal, SetTimeout or SetCancel: no implicit success
 	FlagInError                     // its error handler is running
-	FlagStack                       // owns Stack allocations
 	FlagDone                        // branch finished (success or canceled)
 	FlagResumer                     // a Resumer slot is attached (in the record Next names)
 	FlagCanceling                   // being canceled: calls through its handle are ignored
 )
 
-// The high byte of a running frame's Flags counts its live Stack
-// allocations, StackOne each, so that the frame's end stops looking for
-// them once it has found them all; a count that reaches StackCount stays
-// there, and the end then looks through every allocation of the run.
+// FlagStack, the high byte of a running frame's Flags, counts the Stack
+// allocations the frame owns, StackOne each: the frame owns some when it
+// is not zero, and its end stops looking for them once it has found them
+// all. A count that reaches FlagStack stays there, and the end then looks
+// through every allocation of the run.
 const (
-	StackOne   Flags = 1 << 8
-	StackCount Flags = 0xff << 8 // the count's bits, and its saturated value
+	StackOne  Flags = 1 << 8
+	FlagStack Flags = 0xff << 8 // the count's bits, and its saturated value
 )
 
 // Node is one instruction and, once it runs, its frame, without a Go

@@ -86,12 +86,11 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 	return r.allocs().Alloc(&r.a, uintptr(size), ownStack(n), d)
 }
 
-// ownStack marks frame n as owning Stack allocations and returns the owner
-// they are to carry: every allocation path takes it here, so that n's end
-// (destroyStack) finds all of them.
+// ownStack counts one more Stack allocation of frame n and returns the
+// owner it is to carry: every allocation path takes it here, so that n's
+// end (destroyStack) finds all of them.
 func ownStack(n *Node) uint64 {
-	n.Flags |= opcodes.FlagStack
-	if n.Flags&opcodes.StackCount != opcodes.StackCount {
+	if n.Flags&opcodes.FlagStack != opcodes.FlagStack {
 		n.Flags += opcodes.StackOne
 	}
 	return stackOwner(n)
@@ -126,12 +125,12 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 	// Nested when a callback completes a step of another branch of r.
 	was := r.teardown
 	r.teardown |= tearDestroy
-	for n.Flags&opcodes.StackCount != 0 {
+	for n.Flags&opcodes.FlagStack != 0 {
 		p, d, ok := r.allocs().Take(owner)
 		if !ok {
 			break
 		}
-		if n.Flags&opcodes.StackCount != opcodes.StackCount {
+		if n.Flags&opcodes.FlagStack != opcodes.FlagStack {
 			n.Flags -= opcodes.StackOne // the last one found ends the search
 		}
 		if d != 0 {
@@ -151,5 +150,5 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 		p := at(n.Parent)
 		p.Flags = p.Flags&^opcodes.FlagChild | parentChild
 	}
-	n.Flags &^= opcodes.FlagStack | opcodes.StackCount
+	n.Flags &^= opcodes.FlagStack
 }
