@@ -217,17 +217,11 @@ type callSave struct {
 
 // enter records the start of a C call for frame (zero if none) with the
 // values lent to it. The values keep their stamp: a call that lends new
-// ones stamps them (lend).
+// ones stamps them (cArgs).
 func (ls *loopState) enter(frame vm.AsyncSteps, lent vm.Args) callSave {
 	s := callSave{ls.frame, ls.lent, ls.forwarded, ls.stash, ls.lentID}
 	ls.frame, ls.lent, ls.forwarded, ls.stash = frame, lent, 0, nil
 	return s
-}
-
-// lend stamps the values of the C call just entered anew.
-func (ls *loopState) lend() {
-	ls.lends++
-	ls.lentID = ls.lends
 }
 
 // leave ends a C call and returns what it stashed and which lent values

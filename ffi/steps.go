@@ -36,7 +36,6 @@ func runStep(as vm.AsyncSteps, args vm.Args, f C.FutoInAsyncSteps_execute_callba
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
 	s := ls.enter(as, args)
-	ls.lend()
 	ca, size := ls.cArgs(args)
 	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
 	ls.unlend(unsafe.Pointer(ca), size)

@@ -137,9 +137,12 @@ func (res *loopRes) releaseOrphansOff() {
 func (res *loopRes) takeOrphans() []*objState { return take(res, &res.orphans) }
 
 // cArgs returns the values of args as a FutoInArgs in the loop's scratch
-// memory, for the C call just entered and stamped (lend), and its size:
-// the caller gives it back (unlend) once the call has returned.
+// memory, for the C call just entered, and its size: the caller gives it
+// back (unlend) once the call has returned. It stamps the call anew, so
+// that a Go value lent to an earlier call is refused (see object).
 func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
+	ls.lends++
+	ls.lentID = ls.lends
 	n := args.Len()
 	if n == 0 {
 		return &C.stepvm_no_args, 0
