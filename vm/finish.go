@@ -89,7 +89,7 @@ func (l *Loop) report(r *root, args *argBuf, code string, canceled bool) {
 	if st := r.state; st != nil && st.future != nil {
 		f := st.future
 		st.future = nil
-		f.dropped.Stop()
+		l.futures.take(st.futureNum)
 		switch {
 		case canceled:
 			f.resolve(Args{}, ErrCanceled)

@@ -3,7 +3,6 @@ package vm
 import (
 	"context"
 	"errors"
-	"runtime"
 )
 
 // Future is the result of a root run through Promise (FTN12 1.13).
@@ -11,20 +10,64 @@ type Future struct {
 	done chan struct{}
 	args Args
 	err  error
-	// dropped settles the Future if the program drops its root while the
-	// run waits for what nothing can deliver any more, and the collector
-	// reclaims it: the run never ends, and whoever waits on the Future
-	// would wait for good. The run's end stops it.
-	dropped runtime.Cleanup
 }
 
-// errDropped is what the Future of a collected running root reports.
-const errDropped = "the root was dropped and collected while its run waited: nothing could complete it"
+// futureTable holds the Futures of the runs Promise started and that have
+// not ended, by number, which the root's arena mark carries while the run
+// goes on (markFutureShift). A root the program drops while its run waits
+// for what nothing can deliver any more never ends its run: its reclaim
+// (reclaimMem) settles the Future from here, and the cleanup of a loop the
+// program drops settles those left (settleDropped), so that nobody waits
+// on one for good. It is an object of its own, which that cleanup can hold
+// without holding the loop.
+type futureTable struct {
+	futures []*Future // by number - 1
+	free    []uint32  // numbers not in use
+}
 
-// resolveDropped settles f for its collected root. It runs on the
-// collector's cleanup goroutine; the loop cannot reach f any more.
-func resolveDropped(f *Future) {
-	f.resolve(Args{}, &Error{Code: InternalError, Info: errDropped})
+// markFutureShift places a run's Future number in its arena's mark, above
+// markLive and markRunning; the end of the run clears it (endEpoch).
+const markFutureShift = 32
+
+func (t *futureTable) put(f *Future) uint32 {
+	if k := len(t.free); k > 0 {
+		i := t.free[k-1]
+		t.free = t.free[:k-1]
+		t.futures[i-1] = f
+		return i
+	}
+	t.futures = append(t.futures, f)
+	return uint32(len(t.futures))
+}
+
+// take removes and returns the Future numbered i, or nil if none is.
+func (t *futureTable) take(i uint32) *Future {
+	if i == 0 || int(i) > len(t.futures) {
+		return nil
+	}
+	f := t.futures[i-1]
+	if f != nil {
+		t.futures[i-1] = nil
+		t.free = append(t.free, i)
+	}
+	return f
+}
+
+// What the Future of a run that can never end reports.
+const (
+	errRootDropped = "the root was dropped and collected while its run waited: nothing could complete it"
+	errLoopDropped = "the loop was dropped and collected while the run waited: nothing could complete it"
+)
+
+// settleDropped settles the Futures of the runs of a loop the program
+// dropped. It runs on the collector's cleanup goroutine, once nothing can
+// reach the loop.
+func settleDropped(t *futureTable) {
+	for _, f := range t.futures {
+		if f != nil {
+			f.resolve(Args{}, &Error{Code: InternalError, Info: errLoopDropped})
+		}
+	}
 }
 
 // Promise executes the root and returns its Future.
@@ -46,9 +89,10 @@ func (as AsyncSteps) Promise() *Future {
 		return f
 	}
 	f := &Future{done: make(chan struct{})}
-	f.dropped = runtime.AddCleanup(r, resolveDropped, f)
-	r.st().future = f
+	st := r.st()
+	st.future, st.futureNum = f, r.l.futures.put(f)
 	as.Execute()
+	r.a.SetMarkAgain(markLive | markRunning | uint64(st.futureNum)<<markFutureShift)
 	return f
 }
 
@@ -57,9 +101,10 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 
 // Wait blocks until the flow completes and returns what its last step
 // succeeded with, or its error: an *Error with the unhandled code and the
-// state's ErrorInfo, or ErrCanceled. A root the program dropped while its
-// run waited for what nothing could deliver any more reports InternalError
-// once the collector has reclaimed it. Call Wait from another goroutine
+// state's ErrorInfo, or ErrCanceled. A run that can never end, because
+// the program dropped its root (or its loop) while the run waited for what
+// nothing could deliver any more, reports InternalError once the collector
+// has reclaimed the root (or the loop). Call Wait from another goroutine
 // than the loop's, or once Done is closed: the loop must run for it to
 // return.
 func (f *Future) Wait(ctx context.Context) (Args, error) {

@@ -44,6 +44,7 @@ type Loop struct {
 	drainFn  func(*inbound)
 	resumers resumerTable
 	mutexes  mutexTable
+	futures  *futureTable
 	sleeping atomic.Int32
 	// posted is raised after every push to the inbox (wake), so that a pass
 	// tests one word for inbound work instead of the inbox's three. A pass
@@ -154,6 +155,8 @@ func NewLoop(opts ...LoopOption) *Loop {
 	self := weak.Make(l)
 	l.reclaim = func(m arena.Ref) { reclaim(self, m) }
 	runtime.AddCleanup(l, reclaimDead, l.inbox)
+	l.futures = new(futureTable)
+	runtime.AddCleanup(l, settleDropped, l.futures)
 	l.drainFn = l.handleInbound
 	l.cbs = make([]callback, 1, 64)
 	l.argsCur, l.argsNxt = &l.argBufs[0], &l.argBufs[1]

@@ -542,3 +542,30 @@ func TestDroppedRootSettlesItsFuture(t *testing.T) {
 	}
 	semClean(t, l)
 }
+
+//go:noinline
+func dropLoopWithPromise() *vm.Future {
+	l, _ := semLoop()
+	as := l.NewSteps()
+	as.Add(waitCancel)
+	f := as.Promise()
+	l.RunUntilIdle()
+	return f
+}
+
+// The Future of a run left waiting in a loop the program drops is settled
+// with InternalError once the loop is collected.
+func TestDroppedLoopSettlesItsFutures(t *testing.T) {
+	f := dropLoopWithPromise()
+	for range 100 {
+		select {
+		case <-f.Done():
+			semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "loop", "dropped")
+			return
+		default:
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	t.Fatal("the Future of a run in a collected loop is not settled")
+}

@@ -154,6 +154,9 @@ func (l *Loop) reclaimMem(m arena.Ref) {
 	}
 	if mark&markRunning != 0 { // a flow nothing could complete any more
 		l.running--
+		if f := l.futures.take(uint32(mark >> markFutureShift)); f != nil {
+			f.resolve(Args{}, &Error{Code: InternalError, Info: errRootDropped})
+		}
 	}
 }
 

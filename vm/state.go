@@ -17,9 +17,10 @@ type State struct {
 	stack     []uintptr // entry PCs of the step functions at the last error
 
 	// The root's rarely used parts (see root.state).
-	future  *Future  // settled when the run ends (Promise)
-	labels  []string // loop labels by slot number
-	foreign Foreign  // non-nil: the root is a stand-in for a foreign flow (foreign.go)
+	future    *Future  // settled when the run ends (Promise)
+	futureNum uint32   // future's number in its loop's futureTable
+	labels    []string // loop labels by slot number
+	foreign   Foreign  // non-nil: the root is a stand-in for a foreign flow (foreign.go)
 
 	// native is what a foreign-function binding attached to the root
 	// (SetNativeRootValue). Kept here rather than in the root, which most
