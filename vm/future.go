@@ -22,34 +22,29 @@ type Future struct {
 // without holding the loop.
 type futureTable struct {
 	futures []*Future // by number - 1
-	free    []uint32  // numbers not in use
+	free    []uint32  // entries not in use
 }
 
 // markFutureShift places a run's Future number in its arena's mark, above
 // markLive and markRunning; the end of the run clears it (endEpoch).
 const markFutureShift = 32
 
+// put stores f and returns its number, never 0.
 func (t *futureTable) put(f *Future) uint32 {
-	if k := len(t.free); k > 0 {
-		i := t.free[k-1]
-		t.free = t.free[:k-1]
-		t.futures[i-1] = f
-		return i
-	}
-	t.futures = append(t.futures, f)
-	return uint32(len(t.futures))
+	i := takeEntry(&t.futures, &t.free)
+	t.futures[i] = f
+	return i + 1
 }
 
-// take removes and returns the Future numbered i, or nil if none is.
-func (t *futureTable) take(i uint32) *Future {
-	if i == 0 || int(i) > len(t.futures) {
+// take removes and returns the Future numbered n, or nil if none is.
+func (t *futureTable) take(n uint32) *Future {
+	i := n - 1 // 0, no number, wraps past every entry
+	if i >= uint32(len(t.futures)) || t.futures[i] == nil {
 		return nil
 	}
-	f := t.futures[i-1]
-	if f != nil {
-		t.futures[i-1] = nil
-		t.free = append(t.free, i)
-	}
+	f := t.futures[i]
+	t.futures[i] = nil
+	t.free = append(t.free, i)
 	return f
 }
 

@@ -65,7 +65,7 @@ func (t *mutexTable) sweep() {
 // (with the root whose frame names it) or ref names none.
 func (t *mutexTable) lookup(ref uint64) *Mutex {
 	i := uint32(ref) - 1 // 0, no number, wraps past every entry
-	if int(i) >= len(t.entries) || t.entries[i].gen != uint32(ref>>32) {
+	if i >= uint32(len(t.entries)) || t.entries[i].gen != uint32(ref>>32) {
 		return nil
 	}
 	return t.entries[i].m.Value()
