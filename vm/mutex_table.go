@@ -34,14 +34,7 @@ func (t *mutexTable) bind(m *Mutex) uint64 {
 	if t.bound++; len(t.free) == 0 && t.bound >= max(16, len(t.entries)/2) {
 		t.sweep()
 	}
-	var i uint32
-	if k := len(t.free); k > 0 {
-		i = t.free[k-1]
-		t.free = t.free[:k-1]
-	} else {
-		i = uint32(len(t.entries))
-		t.entries = append(t.entries, mutexEntry{})
-	}
+	i := takeEntry(&t.entries, &t.free)
 	e := &t.entries[i]
 	e.gen++
 	if e.gen == 0 {
