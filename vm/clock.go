@@ -8,7 +8,9 @@ import (
 )
 
 // Clock is the event loop's source of time. The loop reads it when it arms
-// a timer and once per pass while timers are pending.
+// a timer and once per pass while timers are pending. A Clock that goes
+// back makes the loop's time stand still until it moves on again: timers
+// count only the time it moves forward.
 type Clock interface{ Now() time.Time }
 
 type systemClock struct{}

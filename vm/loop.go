@@ -31,7 +31,8 @@ type Loop struct {
 	custom bool         // clock is not the system clock
 	inPass bool         // Iterate is running: timers are armed at the end of the pass
 	manual *ManualClock // clock, if it is one; nil otherwise
-	start  time.Time    // time 0 of the wheel
+	start  time.Time    // time 0 of the wheel; moved back when a custom clock goes back (see now)
+	last   int64        // the latest time now returned, for a custom clock
 
 	runq   taskQueue
 	cbs    []callback // Immediate, Deferred and timeout entries; slot 0 unused
@@ -168,11 +169,24 @@ func NewLoop(opts ...LoopOption) *Loop {
 // system clock, time.Since reads only the monotonic clock (pass spells
 // that case out). Clock reads cost tens of nanoseconds on some virtual
 // machines: a pass reads the clock only for timers that outlive it.
+//
+// The wheel's time never goes back, so a custom clock that does (a wall
+// clock set back, a ManualClock moved back) would have every timer armed
+// afterwards wait until the clock regained the time it lost, an hour late
+// for an hour set back. The loop's time stands still instead, and start
+// moves back with the clock: the timers count on from its new readings.
 func (l *Loop) now() int64 {
 	if !l.custom {
 		return int64(time.Since(l.start))
 	}
-	return int64(l.clock.Now().Sub(l.start))
+	c := l.clock.Now()
+	t := int64(c.Sub(l.start))
+	if t < l.last {
+		l.start = c.Add(-time.Duration(l.last))
+		return l.last
+	}
+	l.last = t
+	return t
 }
 
 // callback kinds.

@@ -672,3 +672,53 @@ func TestSemZeroDeferredChainYields(t *testing.T) {
 		t.Fatalf("after the chain: %d timers ran, Stats %+v, %d callbacks", k, l.Stats(), vm.CallbacksInUse(l))
 	}
 }
+
+// A clock that goes back (a wall clock set back; here a ManualClock moved
+// back, from outside and from a timer callback) does not hold up the
+// timers armed afterwards until it regains the time it lost: the loop's
+// time stands still meanwhile, so each timer fires as long after it was
+// set as it asked, by the clock's forward moves, and none earlier. The
+// wheel's time never goes back: timers armed after the clock went back an
+// hour used to wait that hour out, and Iterate to report it as the delay.
+func TestSemClockGoesBack(t *testing.T) {
+	for _, from := range []string{"outside", "callback"} {
+		t.Run(from, func(t *testing.T) {
+			l, clk := semLoop()
+			var log semLog
+			l.Deferred(time.Hour, func() { log.add("hour") })
+			l.Deferred(time.Hour+30*time.Millisecond, func() { log.add("armed before") })
+			if from == "callback" {
+				l.Deferred(time.Hour, func() { clk.Advance(-time.Hour) })
+				clk.Advance(time.Hour)
+				l.RunUntilIdle()
+			} else {
+				clk.Advance(time.Hour)
+				l.RunUntilIdle()
+				clk.Advance(-time.Hour)
+			}
+			l.Deferred(10*time.Millisecond, func() { log.add("deferred") })
+			l.Spawn(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(20 * time.Millisecond) },
+				func(_ vm.AsyncSteps, code string) { log.add("step %s", code) })
+			l.RunUntilIdle()
+			if work, delay := l.Iterate(); !work || delay != 10*time.Millisecond {
+				t.Fatalf("Iterate = %v, %v; want true, 10ms", work, delay)
+			}
+			for i := range 30 {
+				clk.Advance(time.Millisecond)
+				l.RunUntilIdle()
+				switch i + 1 {
+				case 9:
+					semExpect(t, &log, "hour")
+				case 10:
+					semExpect(t, &log, "hour", "deferred")
+				case 19:
+					semExpect(t, &log, "hour", "deferred")
+				case 29:
+					semExpect(t, &log, "hour", "deferred", "step Timeout")
+				}
+			}
+			semExpect(t, &log, "hour", "deferred", "step Timeout", "armed before")
+			semClean(t, l)
+		})
+	}
+}
