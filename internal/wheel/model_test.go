@@ -180,22 +180,11 @@ func TestDrainMatchesModel(t *testing.T) {
 					now += randStep(r)
 				}
 				lastDue := int64(-1)
-				for {
-					got, ok := w.Pop(now)
-					want, wok := m.pop(now)
-					if ok != wok || got != want.data {
-						t.Fatalf("step %d now %d: Pop = %d, %v; model %d, %v", step, now, got, ok, want.data, wok)
+				for _, p := range drainLikeModel(t, w, m, now) {
+					if p.due < lastDue {
+						t.Fatalf("step %d: due tick %d after %d", step, p.due, lastDue)
 					}
-					if !ok {
-						break
-					}
-					if want.deadline > now {
-						t.Fatalf("step %d: timer due %d fired early at %d", step, want.deadline, now)
-					}
-					if want.due < lastDue {
-						t.Fatalf("step %d: due tick %d after %d", step, want.due, lastDue)
-					}
-					lastDue = want.due
+					lastDue = p.due
 				}
 				for _, p := range m.pending {
 					if p.deadline <= now-tick {
@@ -207,6 +196,27 @@ func TestDrainMatchesModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// drainLikeModel pops every timer of w due at now, each of which must be
+// the model's next and not due after now, and returns them.
+func drainLikeModel(t *testing.T, w *Wheel, m *model, now int64) []mtimer {
+	t.Helper()
+	var popped []mtimer
+	for {
+		got, ok := w.Pop(now)
+		want, wok := m.pop(now)
+		if ok != wok || got != want.data {
+			t.Fatalf("Pop(%d) = %d, %v; model %d, %v", now, got, ok, want.data, wok)
+		}
+		if !ok {
+			return popped
+		}
+		if want.deadline > now {
+			t.Fatalf("timer due %d fired early at %d", want.deadline, now)
+		}
+		popped = append(popped, want)
 	}
 }
 
