@@ -74,8 +74,10 @@
 // in the loop's next turn. API misuse (Success or Error from a step after
 // it added sub-steps, Success twice, a function that recovers the panic
 // with which Error, Break or Continue unwind it and goes on, calls
-// through the handle of a step that has ended, Execute on a running root,
-// Add on a running root from outside, running the loop from inside one of
+// through the handle of a step that has ended, SetTimeout, SetCancel,
+// WaitExternal or Resumer from an error handler (Success, Error, Add and
+// Stack serve there), Execute on a running root, Add on a running root
+// from outside, running the loop from inside one of
 // its own steps) raises InternalError with a descriptive ErrorInfo
 // in the flow that made the call (FTN12 2.1). Inside a step function,
 // error handler or loop body the report is a panic; a function that

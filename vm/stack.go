@@ -64,12 +64,12 @@ func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Poi
 	return as.r.frameAlloc(n, size, destroy)
 }
 
-// stackFrame is running for Stack and StackRaw, which a parallel step's
-// error handler may call too, as a step's may: the memory lives with the
-// parallel step's frame, until the handler's Success, its added steps or
-// the error it lets through end that.
+// stackFrame is running for Stack and StackRaw, which an error handler (a
+// step's or a parallel step's) may call too: the memory lives with the
+// frame whose error it handles, until the handler's Success, its added
+// steps or the error it lets through end that.
 func (as AsyncSteps) stackFrame(what string) (*Node, bool) {
-	if n, ok := as.frame(); ok && n.Op == opcodes.OpParallel &&
+	if n, ok := as.frame(); ok && !n.Op.IsLoop() &&
 		n.Flags&(opcodes.FlagInError|opcodes.FlagCanceling) == opcodes.FlagInError {
 		return n, true
 	}

@@ -476,7 +476,14 @@ func (as AsyncSteps) running(what string) (*Node, bool) {
 	if n.Flags&opcodes.FlagCanceling != 0 {
 		return nil, false
 	}
-	if n.Flags&opcodes.FlagChild != 0 {
+	if n.Flags&(opcodes.FlagChild|opcodes.FlagInError) != 0 {
+		if n.Flags&opcodes.FlagInError != 0 {
+			// FTN12 2.2.2: the Execution API but Success and Error is for
+			// the step's function. From its error handler it would set up
+			// a wait that the handler's return, Success or Error drops.
+			as.r.l.misuse(as.r, what+" in an error handler: only a step's function may wait")
+			return nil, false
+		}
 		as.r.l.misuse(as.r, what+" on a step whose sub-steps are running")
 		return nil, false
 	}
@@ -486,7 +493,7 @@ func (as AsyncSteps) running(what string) (*Node, bool) {
 // configurable is running's test, without its reports: it inlines.
 func (as AsyncSteps) configurable() (*Node, bool) {
 	n, ok := as.frame()
-	return n, ok && n.Flags&(opcodes.FlagCanceling|opcodes.FlagChild) == 0 &&
+	return n, ok && n.Flags&(opcodes.FlagCanceling|opcodes.FlagChild|opcodes.FlagInError) == 0 &&
 		!n.Op.IsLoop() && n.Op != opcodes.OpParallel
 }
 
