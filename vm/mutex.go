@@ -7,7 +7,10 @@ import "github.com/stepvm/stepvm/opcodes"
 // main thread or one branch of a Parallel step: branches do not inherit
 // their parent's lock, and a flow that syncs on a Mutex it already holds,
 // from the section or any of its sub-steps, enters again without waiting
-// and without being counted twice (FTN12 1.11.4).
+// and without being counted twice (FTN12 1.11.4). There is no deadlock
+// detection (optional in FTN12 1.11.5): a branch that syncs on a Mutex its
+// parent holds, with no place left, waits until a timeout or a cancel ends
+// one of them.
 //
 // The section is released when it ends, however it ends: success, an
 // error that leaves it (its error handler still runs inside), Break, a
