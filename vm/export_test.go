@@ -34,3 +34,14 @@ func ResumersInUse(l *Loop) int {
 // root handle), so that a test can tell that a stale handle's memory now
 // serves another step.
 func HandleNode(as AsyncSteps) uintptr { return uintptr(unsafe.Pointer(as.n)) }
+
+// TableSizes reports the lengths of l's tables that grow with use and
+// never shrink: callback records, spill entries, Futures, Mutexes, Resumer
+// slots handed out and the run queue's ring. A long-running flow that ends
+// each iteration as it began must leave them as they were.
+func TableSizes(l *Loop) [6]int {
+	return [6]int{len(l.cbs), len(l.spill), len(l.futures.futures), len(l.mutexes.entries), int(l.resumers.next), len(l.runq.buf)}
+}
+
+// SlotsInUse reports the length of the slot table of the root as names.
+func SlotsInUse(as AsyncSteps) int { return len(as.r.slots) }
