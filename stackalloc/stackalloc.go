@@ -2,7 +2,7 @@
 // exactly as long as the step that asked for it, carved from the root's
 // arena instead of the GC heap.
 //
-// A List records the live allocations of one arena, newest first, each
+// A List records live allocations of an arena, newest first, each
 // tagged with its owner (the vm names the owning frame by its link and
 // stamp).
 // When a step ends, the vm takes its allocations off the list newest first,
@@ -65,6 +65,15 @@ func (l *List) Take(owner uint64) (p unsafe.Pointer, destroy uint32, ok bool) {
 func (l *List) Free(a *arena.Arena, p unsafe.Pointer) {
 	h := (*header)(unsafe.Add(p, -int(headerSize)))
 	a.Free(unsafe.Pointer(h), h.size)
+}
+
+// Len returns the number of live allocations, walking the list.
+func (l *List) Len() int {
+	n := 0
+	for h := l.head; h != nil; h = h.next {
+		n++
+	}
+	return n
 }
 
 // Empty reports whether no allocation is live.

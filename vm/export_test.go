@@ -45,3 +45,13 @@ func TableSizes(l *Loop) [6]int {
 
 // SlotsInUse reports the length of the slot table of the root as names.
 func SlotsInUse(as AsyncSteps) int { return len(as.r.slots) }
+
+// StackListLen reports how many Stack allocations are on the list the end
+// of as's frame looks through: its thread's. -1 for a handle of no frame.
+func StackListLen(as AsyncSteps) int {
+	n, ok := as.frame()
+	if !ok {
+		return -1
+	}
+	return allocsOf(threadOf(n)).Len()
+}

@@ -66,7 +66,7 @@ func (l *Loop) endRun(r *root, b, n *Node) {
 	l.inline = false
 	l.endEpoch(r)
 	b.Seq = 0
-	(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
+	allocsOf(b).Reset()
 	r.status = rootIdle
 	if !r.a.Settled() {
 		r.a.Reset()

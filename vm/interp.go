@@ -309,7 +309,7 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 			}
 			th.Ops().SetTop(n.Parent) // popFrame, in line
 			p.Flags &^= opcodes.FlagChild
-			l.endFrame(r, n)
+			l.endFrame(r, th, n)
 			if p.Head != 0 {
 				l.schedule(r, th, args)
 				return
@@ -340,7 +340,7 @@ func (l *Loop) popFrame(r *root, th, n *Node) {
 	p := at(n.Parent)
 	th.Ops().SetTop(n.Parent)
 	p.Flags &^= opcodes.FlagChild
-	l.endFrame(r, n)
+	l.endFrame(r, th, n)
 }
 
 // parkIteration removes iteration frame it, the innermost frame of thread
@@ -356,7 +356,7 @@ func (l *Loop) parkIteration(r *root, th, it *Node) {
 		l.endExt(r, it, e)
 	}
 	if it.Flags&opcodes.FlagStack != 0 {
-		l.destroyStack(r, it)
+		l.destroyStack(r, th, it)
 	}
 	if it.Head != 0 {
 		r.freeQueue(it)
@@ -397,8 +397,8 @@ func (l *Loop) endLater(r *root, release bool) {
 	})
 }
 
-// endFrame releases what frame n holds, then n itself.
-func (l *Loop) endFrame(r *root, n *Node) {
+// endFrame releases what frame n of thread th holds, then n itself.
+func (l *Loop) endFrame(r *root, th, n *Node) {
 	if n.Op == opcodes.OpSync {
 		l.exitSync(r, n)
 	}
@@ -408,7 +408,7 @@ func (l *Loop) endFrame(r *root, n *Node) {
 		}
 	}
 	if n.Flags&opcodes.FlagStack != 0 {
-		l.destroyStack(r, n)
+		l.destroyStack(r, th, n)
 	}
 	if n.Op.IsLoop() && n.Tail != 0 {
 		r.freeNode(at(n.Tail)) // the parked iteration frame

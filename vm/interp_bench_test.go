@@ -103,3 +103,38 @@ func BenchmarkStackInnerEnds(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStackBranchesEnd times the cancel of a parallel step whose
+// branches each hold stack memory and wait: each branch's end looks only
+// through its own thread's allocations, so the time per branch does not
+// grow with the number of branches.
+func BenchmarkStackBranchesEnd(b *testing.B) {
+	for _, width := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("branches=%d", width), func(b *testing.B) {
+			l := vm.NewLoop()
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				root := l.NewSteps()
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					p := as.Parallel()
+					for range width {
+						p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+							as.StackRaw(8, nil)
+							as.WaitExternal()
+						})
+					}
+				})
+				root.Execute()
+				l.RunUntilIdle()
+				b.StartTimer()
+				root.Cancel()
+				l.RunUntilIdle()
+				b.StopTimer()
+				root.Release()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*width), "ns/branch")
+		})
+	}
+}

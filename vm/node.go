@@ -27,8 +27,17 @@ func setTop(th, f *Node) { th.Ops().SetTop(link(f)) }
 // frameID returns n's address as an integer: an identity (of the frame
 // whose code runs: Loop.inCall) that the garbage collector need not see, as
 // nodes live in arena memory outside the Go heap, so that storing it is a
-// plain store with no write barrier. It is never turned back into a pointer.
+// plain store with no write barrier.
 func frameID(n *Node) uintptr { return uintptr(unsafe.Pointer(n)) }
+
+// frameAt returns the node whose frameID is id. Nodes live in one region
+// of address space outside the Go heap, which stays mapped once committed,
+// so the node is readable even if it has been freed since: callers check
+// that it is the node they expect (see innermost).
+func frameAt(id uintptr) *Node {
+	base := arena.At(0)
+	return (*Node)(unsafe.Add(base, id-uintptr(base)))
+}
 
 // tok returns the wake token of the thread whose base is th.
 func tok(th *Node) *uint64 { return &th.Ops().B }

@@ -57,9 +57,9 @@ type root struct {
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
 	// Foreign a stand-in root dispatches to), which keeps the root at 176
-	// bytes. (Its run's Stack allocations are listed in the root frame,
-	// and its arena's larger free-list heads in arena memory: see
-	// rootFrame and arena.Arena.)
+	// bytes. (Its run's Stack allocations are listed in its threads'
+	// bases, and its arena's larger free-list heads in arena memory: see
+	// threadBase and arena.Arena.)
 	state *State
 
 	// The first backing array of slots (and freeBuf, of freeSlots): a flow
@@ -251,7 +251,7 @@ func (r *root) resetRun() {
 		r.freeQueue(b) // steps an error or a cancel left unexecuted
 	}
 	b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
-	(*rootFrame)(unsafe.Pointer(b)).allocs.Reset()
+	allocsOf(b).Reset()
 	if r.status == rootReady {
 		r.status = rootIdle
 	}
@@ -347,25 +347,29 @@ func (r *root) newBase() *Node {
 // base (its epochs never match).
 func (r *root) base() *Node { return (*Node)(r.a.FixedAgain()) }
 
-// rootFrame is the root frame's layout: a wide node whose Operands hold
-// the main thread's top and wake token (A and B, see opcodes.Node) and, in
-// their spare half, the run's Stack allocations (FTN12 1.14): kept off the
-// heap, the list costs the root nothing. newBase's zeroed Operands start
-// it empty.
-type rootFrame struct {
+// threadBase is the layout of a thread's base, the root frame or a branch
+// (wide nodes both): its Operands hold the thread's top and wake token (A
+// and B, see opcodes.Node) and, in their spare half, the Stack allocations
+// (FTN12 1.14) of the thread's frames. A frame's allocations go on its own
+// thread's list, so that they are at its front when the frame ends: frames
+// end innermost first within a thread, but the branches of a parallel step
+// end in any order, and on one list for the run each would look past the
+// allocations of every branch that allocated after it. Kept off the heap,
+// the lists cost the root nothing; newBase's zeroed Operands, and a new
+// branch's zeroed node, start them empty.
+type threadBase struct {
 	Node
 	_      [2]uint64       // Operands.A and B
 	allocs stackalloc.List // arena memory only
 }
 
 var (
-	_ [opcodes.WideSize - unsafe.Sizeof(rootFrame{})]struct{}
-	_ [unsafe.Offsetof(rootFrame{}.allocs) - opcodes.NodeSize - 16]struct{}
+	_ [opcodes.WideSize - unsafe.Sizeof(threadBase{})]struct{}
+	_ [unsafe.Offsetof(threadBase{}.allocs) - opcodes.NodeSize - 16]struct{}
 )
 
-// allocs returns the Stack allocations of the run (which must have a root
-// frame, as Stack's running step does).
-func (r *root) allocs() *stackalloc.List { return &(*rootFrame)(r.a.FixedAgain()).allocs }
+// allocsOf returns the Stack allocations of the frames of thread th.
+func allocsOf(th *Node) *stackalloc.List { return &(*threadBase)(unsafe.Pointer(th)).allocs }
 
 // nextSeq returns a new Node.Seq stamp: never 0, which marks a free node.
 func (r *root) nextSeq() uint32 {

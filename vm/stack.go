@@ -27,12 +27,13 @@ func Stack[T any](as AsyncSteps) *T {
 		return nil
 	}
 	r := as.r
+	list := r.l.stackList(n)
 	if stackalloc.HasPointers[T]() {
 		p := new(T)
-		r.allocs().Alloc(&r.a, 0, ownStack(n), r.put(p)) // the slot keeps p until n ends
+		list.Alloc(&r.a, 0, ownStack(n), r.put(p)) // the slot keeps p until n ends
 		return p
 	}
-	return stackalloc.New[T](r.allocs(), &r.a, ownStack(n), 0)
+	return stackalloc.New[T](list, &r.a, ownStack(n), 0)
 }
 
 // StackRaw returns size zeroed bytes of arena memory that live as long as
@@ -44,10 +45,11 @@ func Stack[T any](as AsyncSteps) *T {
 // handle of a step that has ended, StackRaw returns nil, as Stack does,
 // and so it does for a negative size: both are misuse.
 //
-// The run's allocations are one list, newest first. The end of a frame
-// that allocated looks through it until it has found as many as the frame
-// took, which for an inner step are near the front however many its outer
-// steps hold; a frame that took more than 254 looks through the whole
+// Each thread's allocations (the root's, each parallel branch's) are one
+// list, newest first. The end of a frame that allocated looks through its
+// thread's until it has found as many as the frame took, which for an
+// inner step are at the front however many its outer steps, or other
+// branches, hold; a frame that took more than 254 looks through the whole
 // list once.
 func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	if f := as.foreign(); f != nil {
@@ -83,7 +85,29 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 	if destroy != nil {
 		d = r.put(destroy)
 	}
-	return r.allocs().Alloc(&r.a, uintptr(size), ownStack(n), d)
+	return r.l.stackList(n).Alloc(&r.a, uintptr(size), ownStack(n), d)
+}
+
+// stackList returns the list of frame n's thread, which its allocations go
+// on. In the common cases n is the innermost frame of the thread whose
+// turn or error handler runs; else n's enclosing frames lead to its base.
+func (l *Loop) stackList(n *Node) *stackalloc.List {
+	if l.curTh != 0 {
+		if th := frameAt(l.curTh); innermost(th, n) {
+			return allocsOf(th)
+		}
+	}
+	if th := l.errTh; th != nil && innermost(th, n) {
+		return allocsOf(th)
+	}
+	return allocsOf(threadOf(n))
+}
+
+// innermost reports whether frame n is the innermost of thread th. A base
+// in use whose top is n is n's thread; th may have been freed meanwhile
+// (its memory stays readable), which its Seq tells.
+func innermost(th, n *Node) bool {
+	return th.Seq != 0 && th.Op.IsBase() && top(th) == n
 }
 
 // ownStack counts one more Stack allocation of frame n and returns the
@@ -104,8 +128,8 @@ func ownStack(n *Node) uint64 {
 // owners of live allocations.
 func stackOwner(n *Node) uint64 { return uint64(link(n))<<32 | uint64(n.Seq) }
 
-// destroyStack runs the destroy callbacks of frame n's Stack allocations,
-// newest first, and frees them. Its callers hold frames of r across it (n,
+// destroyStack runs the destroy callbacks of the Stack allocations of frame
+// n of thread th, newest first, and frees them. Its callers hold frames of r across it (n,
 // detached from its thread, and n's parent), so the callbacks must not end
 // the run or unwind a thread: n is marked canceling, which makes calls
 // through its handle do nothing, and r's teardown tearDestroy (see
@@ -113,8 +137,9 @@ func stackOwner(n *Node) uint64 { return uint64(link(n))<<32 | uint64(n.Seq) }
 // has no child running, is marked as having one again meanwhile, so that
 // its handle refuses to complete it (this keeps that cost off the callers'
 // common path).
-func (l *Loop) destroyStack(r *root, n *Node) {
+func (l *Loop) destroyStack(r *root, th, n *Node) {
 	owner := stackOwner(n)
+	list := allocsOf(th)
 	n.Flags |= opcodes.FlagCanceling // the frame is ending: it is freed next
 	var parentChild opcodes.Flags
 	if n.Parent != 0 {
@@ -126,7 +151,7 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 	was := r.teardown
 	r.teardown |= tearDestroy
 	for n.Flags&opcodes.FlagStack != 0 {
-		p, d, ok := r.allocs().Take(owner)
+		p, d, ok := list.Take(owner)
 		if !ok {
 			break
 		}
@@ -143,7 +168,7 @@ func (l *Loop) destroyStack(r *root, n *Node) {
 			}
 			r.freeSlot(d)
 		}
-		r.allocs().Free(&r.a, p)
+		list.Free(&r.a, p)
 	}
 	r.teardown = was
 	if n.Parent != 0 {
