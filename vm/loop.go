@@ -69,6 +69,7 @@ type Loop struct {
 	cur      uintptr // rootID of the root whose thread is being dispatched; 0: none
 	curTh    uintptr // frameID of that thread's base
 	errTh    *Node   // base of the thread whose error handler runs innermost; nil: none
+	errRoot  uintptr // rootID of errTh's root
 	inline   bool    // curTh scheduled itself again; next holds its args
 	depth    int     // user callbacks on the Go stack
 	inCall   uintptr // frameID of the frame whose function or error handler runs innermost; 0: none

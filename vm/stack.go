@@ -27,7 +27,7 @@ func Stack[T any](as AsyncSteps) *T {
 		return nil
 	}
 	r := as.r
-	list := r.l.stackList(n)
+	list := r.l.stackList(r, n)
 	if stackalloc.HasPointers[T]() {
 		p := new(T)
 		list.Alloc(&r.a, 0, ownStack(n), r.put(p)) // the slot keeps p until n ends
@@ -85,27 +85,32 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 	if destroy != nil {
 		d = r.put(destroy)
 	}
-	return r.l.stackList(n).Alloc(&r.a, uintptr(size), ownStack(n), d)
+	return r.l.stackList(r, n).Alloc(&r.a, uintptr(size), ownStack(n), d)
 }
 
 // stackList returns the list of frame n's thread, which its allocations go
 // on. In the common cases n is the innermost frame of the thread whose
 // turn or error handler runs; else n's enclosing frames lead to its base.
-func (l *Loop) stackList(n *Node) *stackalloc.List {
-	if l.curTh != 0 {
+// The loop's registers are trusted only when they name a thread of n's
+// root r: r's run, which n belongs to, holds their memory then, where a
+// thread of another root may have been freed since with its run, and its
+// chunk taken by another arena, on another goroutine.
+func (l *Loop) stackList(r *root, n *Node) *stackalloc.List {
+	if l.curTh != 0 && l.cur == rootID(r) {
 		if th := frameAt(l.curTh); innermost(th, n) {
 			return allocsOf(th)
 		}
 	}
-	if th := l.errTh; th != nil && innermost(th, n) {
+	if th := l.errTh; th != nil && l.errRoot == rootID(r) && innermost(th, n) {
 		return allocsOf(th)
 	}
 	return allocsOf(threadOf(n))
 }
 
-// innermost reports whether frame n is the innermost of thread th. A base
-// in use whose top is n is n's thread; th may have been freed meanwhile
-// (its memory stays readable), which its Seq tells.
+// innermost reports whether frame n is the innermost of thread th, a
+// thread of n's root. A base in use whose top is n is n's thread; th may
+// have been freed meanwhile, and its memory then serve another node or a
+// Stack block, which its Seq and Op tell.
 func innermost(th, n *Node) bool {
 	return th.Seq != 0 && th.Op.IsBase() && top(th) == n
 }

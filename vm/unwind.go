@@ -59,8 +59,8 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	epoch, seq, thSeq := r.runEpoch, f.Seq, th.Seq
 	h, _ := r.slot(f.Err).(ErrorFunc)
 	f.Flags |= opcodes.FlagInError
-	prevTh := l.errTh
-	l.errTh = th
+	prevTh, prevRoot := l.errTh, l.errRoot
+	l.errTh, l.errRoot = th, rootID(r)
 	// The handler's unwinding must not replace what an unwinding in flight
 	// carries: Error through a waiting step's handle from a deferred
 	// function of a step that is unwinding with an Error of its own runs
@@ -76,7 +76,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	}
 	pd := l.pend
 	l.pend, l.raised, l.raisedIn = outer, outerRaised, outerIn
-	l.errTh = prevTh
+	l.errTh, l.errRoot = prevTh, prevRoot
 	if r.runEpoch != epoch {
 		return "", true
 	}
