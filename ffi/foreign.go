@@ -58,8 +58,9 @@ type fwrap struct {
 	// inCall is set while the Go function or error handler the engine
 	// called with bsi runs: Error, Break, Continue and misuse then unwind
 	// it, and pend says what to tell the engine once it has returned.
-	inCall bool
-	pend   fxPending
+	inCall  bool
+	inError bool // the function inCall runs is an error handler
+	pend    fxPending
 
 	// owner is the step whose stack owns the Go objects calls through w
 	// hand to the engine (w itself for a step); nil: the flow owns them.
@@ -368,8 +369,22 @@ func (w *fwrap) Error(code, info string) bool {
 	return false
 }
 
+// mayWait reports whether the running function may make the call what,
+// which sets up a wait, and whether the engine implements it (entry i).
+// FTN12 2.2.2 leaves setTimeout, setCancel and waitExternal to a step's
+// function: from an error handler they are misuse, as on stepvm, however
+// the engine would take them (one may configure the failed step, whose
+// wait the handler's return drops).
+func (w *fwrap) mayWait(i int, what string) bool {
+	if w.inCall && w.inError {
+		w.Misuse(what + " in an error handler: only a step's function may wait")
+		return false
+	}
+	return w.has(i, what)
+}
+
 func (w *fwrap) SetTimeout(d time.Duration) {
-	if !w.has(C.stepvm_fx_set_timeout_i, "SetTimeout") {
+	if !w.mayWait(C.stepvm_fx_set_timeout_i, "SetTimeout") {
 		return
 	}
 	ms := uint64(math.MaxUint32)
@@ -382,7 +397,7 @@ func (w *fwrap) SetTimeout(d time.Duration) {
 }
 
 func (w *fwrap) SetCancel(fn vm.CancelFunc) {
-	if fn == nil || !w.has(C.stepvm_fx_set_cancel_i, "SetCancel") {
+	if fn == nil || !w.mayWait(C.stepvm_fx_set_cancel_i, "SetCancel") {
 		return
 	}
 	id := w.keep(&fxCancel{fxShared: w.share(), fn: fn})
@@ -390,7 +405,7 @@ func (w *fwrap) SetCancel(fn vm.CancelFunc) {
 }
 
 func (w *fwrap) WaitExternal() {
-	if w.has(C.stepvm_fx_wait_external_i, "WaitExternal") {
+	if w.mayWait(C.stepvm_fx_wait_external_i, "WaitExternal") {
 		C.stepvm_fx_wait_external(w.bsi)
 	}
 }

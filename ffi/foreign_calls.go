@@ -50,7 +50,7 @@ func stepvmFxError(bsi *C.FutoInAsyncSteps, data C.uintptr_t, code *C.char) {
 		return // no handler: unwinding goes on
 	}
 	w.inherit(st.fxShared)
-	w.inCall = true
+	w.inCall, w.inError = true, true
 	st.onError(w.as, goString(code))
 }
 

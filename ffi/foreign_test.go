@@ -5,7 +5,9 @@ package ffi_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stepvm/stepvm/ffi"
@@ -593,4 +595,54 @@ func TestForeignParallelErrorHandler(t *testing.T) {
 		root.Add(fsay("after"))
 	})
 	run.expect(t, cengine.Done, "", "branch 1", "parallel handler: BranchFailed", "after")
+}
+
+// FTN12 2.2.2 holds for Go code on a foreign engine as it does on stepvm:
+// SetTimeout, SetCancel, WaitExternal and Resumer (unsupported there
+// anyway) from a Go error handler that the engine runs are misuse, which
+// fails the flow with InternalError however the engine would take the
+// call (the C engine lets an error handler configure its failed step), whatever the
+// handler does next; the cancel handler it gave never runs, and Go holds
+// nothing for the engine once the flow is freed (runForeign).
+func TestForeignErrorHandlerCannotWait(t *testing.T) {
+	calls := []struct {
+		name string
+		call func(as vm.AsyncSteps)
+	}{
+		{"SetTimeout", func(as vm.AsyncSteps) { as.SetTimeout(5 * time.Millisecond) }},
+		{"SetCancel", func(as vm.AsyncSteps) {
+			as.SetCancel(func(vm.AsyncSteps) { cengine.Say("handler's cancel ran") })
+		}},
+		{"WaitExternal", func(as vm.AsyncSteps) { as.WaitExternal() }},
+		{"Resumer", func(as vm.AsyncSteps) { as.Resumer() }},
+	}
+	for _, c := range calls {
+		for _, then := range []string{"returns", "adds a step", "succeeds"} {
+			t.Run(c.name+"/"+then, func(t *testing.T) {
+				run := runForeign(t, func(root vm.AsyncSteps) {
+					root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") }, func(as vm.AsyncSteps, code string) {
+							cengine.Say("handler " + code)
+							c.call(as)
+							cengine.Say("handler went on")
+							switch then {
+							case "adds a step":
+								as.Add(fsay("added step"))
+							case "succeeds":
+								as.Success()
+							}
+						})
+					}, func(as vm.AsyncSteps, code string) {
+						cengine.Say("outer handler " + code)
+					})
+					root.Add(fsay("next"))
+				})
+				run.expect(t, cengine.Failed, vm.InternalError, "handler E", "outer handler InternalError")
+				info := cengine.LastErrorInfo()
+				if !strings.Contains(info, c.name) || c.name != "Resumer" && !strings.Contains(info, "error handler") {
+					t.Errorf("error info %q does not name %s from an error handler", info, c.name)
+				}
+			})
+		}
+	}
 }
