@@ -67,3 +67,21 @@ func EndRunBy(l *vm.Loop, clk *vm.ManualClock, root vm.AsyncSteps, how string) {
 	}
 	l.RunUntilIdle()
 }
+
+// RecordsInUse returns how many records of l's loop name something: a
+// frame, an accessor or a root.
+func RecordsInUse(l *vm.Loop) int {
+	ls := knownLoop(l)
+	if ls == nil {
+		return 0
+	}
+	n := 0
+	for _, b := range ls.blocks {
+		for i := range b {
+			if b[i].kind != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -274,3 +274,54 @@ func FlowFree() { C.ctest_flow_free() }
 func FlowCounts() (allocs, cleanups int) {
 	return int(C.ctest_flow_count(0)), int(C.ctest_flow_count(1))
 }
+
+// HandlerWait adds to p a C step that fails with "E" (parallel: a C step
+// whose parallel step's branch does), whose C error handler prints
+// "handler <code>", calls what (1 setTimeout, 2 setCancel, 3 waitExternal)
+// through its own record or (through) the record of the failing step's
+// function, prints "handler went on" and then returns (then 0), adds a
+// step that prints "added step" (1) or succeeds (2).
+func HandlerWait(p unsafe.Pointer, what int, through bool, then int, parallel bool) {
+	C.ctest_handler_wait(bsi(p), C.int(what), cbool(through), C.int(then), cbool(parallel))
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// StackThreads adds to p a C step that runs a parallel step with a C error
+// handler and two branches: A loops into a section of sync that waits, B
+// adds a step with an error handler that times out after 10 ms (mode 0)
+// or waits (mode 1). Every C function and handler takes two pieces of
+// stack memory, "<name> 1" then "<name> 2", whose cleanups print
+// "cleanup <name> <i>" (see threads.c).
+func StackThreads(p, sync unsafe.Pointer, mode int) {
+	C.ctest_stack_threads(bsi(p), (*C.FutoInSync)(sync), C.int(mode))
+}
+
+// StackBranches adds to p a C step that runs a parallel step of n
+// branches, each holding stack memory in its step and in a sub-step with
+// an error handler that waits with a cancel handler; StackBranchesEnd
+// completes those sub-steps, last first, with success or (fail)
+// handle_error. ThreadsCounts returns how many stack cleanups and cancel
+// handlers ran since StackBranches.
+func StackBranches(p unsafe.Pointer, n int) { C.ctest_stack_branches(bsi(p), C.int(n)) }
+func StackBranchesEnd(fail bool)            { C.ctest_stack_branches_end(cbool(fail)) }
+func ThreadsCounts() (cleanups, cancels int) {
+	return int(C.ctest_threads_count(0)), int(C.ctest_threads_count(1))
+}
+
+// StackEndsRoot makes a root with newInstance through host whose C step
+// runs a parallel step with a C error handler: one branch waits with a
+// cancel handler, the other takes three pieces of stack memory, the
+// middle one's cleanup canceling (free false) or freeing the root, and
+// then succeeds or (fail) fails. Every C function and handler takes stack
+// memory (see ThreadsCounts). StackEndsRootFree frees the root if it is
+// valid.
+func StackEndsRoot(host unsafe.Pointer, free, fail bool) {
+	C.ctest_stack_ends_root(bsi(host), cbool(free), cbool(fail))
+}
+func StackEndsRootFree() { C.ctest_stack_ends_root_free() }

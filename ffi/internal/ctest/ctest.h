@@ -105,4 +105,13 @@ void ctest_flow_ending(FutoInAsyncSteps* host, int mode);
 void ctest_flow_free(void);
 int ctest_flow_count(int which);
 
+/* threads.c */
+void ctest_handler_wait(FutoInAsyncSteps* bsi, int what, int through, int then, int parallel);
+void ctest_stack_threads(FutoInAsyncSteps* bsi, FutoInSync* sync, int mode);
+void ctest_stack_branches(FutoInAsyncSteps* bsi, int n);
+void ctest_stack_branches_end(int fail);
+int ctest_threads_count(int which);
+void ctest_stack_ends_root(FutoInAsyncSteps* host, int what, int fail);
+void ctest_stack_ends_root_free(void);
+
 #endif
