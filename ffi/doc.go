@@ -128,7 +128,8 @@
 // whatever the engine would do), Stack, StackRaw, State, Valid, Execute,
 // Cancel, NewInstance, Release of a root NewInstance made (free), Sync
 // with a FutoInSync (WrapSync; addSync) or with an ISync built on the
-// public API, and Binary, which gives the pointer back. Wrap needs add, success, handle_error and isValid.
+// public API, and Binary, which gives the pointer back. Wrap needs add,
+// success, handle_error and isValid.
 //
 // What does not: Tool returns nil, as the flow runs on the engine's event
 // loop, not on a vm.Loop. Resumer, Promise, Await (it needs a Resumer),
