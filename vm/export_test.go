@@ -55,3 +55,15 @@ func StackListLen(as AsyncSteps) int {
 	}
 	return allocsOf(threadOf(n)).Len()
 }
+
+// PooledTables reports the largest capacities the roots in l's pool keep:
+// of their slot tables, and of their AsyncStack records and loop labels.
+func PooledTables(l *Loop) (slots, stack int) {
+	for _, r := range l.pool {
+		slots = max(slots, cap(r.slots), cap(r.freeSlots))
+		if r.state != nil {
+			stack = max(stack, cap(r.state.stack), cap(r.state.labels))
+		}
+	}
+	return slots, stack
+}

@@ -78,6 +78,10 @@ const (
 // inlineSlots is the length of a root's first slot table.
 const inlineSlots = 3
 
+// pooledSlots is the most slots a released root keeps room for in the
+// pool (1 KiB of table), far more than a flow of a few steps needs.
+const pooledSlots = 64
+
 // Marks of a root's arena (arena.Arena.SetMark): whether the root is
 // counted in its loop's roots, and in its running roots, which the cleanup
 // of a root the program dropped must undo.
@@ -227,6 +231,12 @@ func (l *Loop) release(r *root) {
 	}
 	r.spawned = false
 	l.roots--
+	if cap(r.slots) > pooledSlots {
+		// A pooled root keeps no table that one large run grew: the pool
+		// would hold it for good, for every root it keeps. The run's end
+		// has emptied both tables.
+		r.slots, r.freeSlots = r.slotBuf[:0], r.freeBuf[:0]
+	}
 	if len(l.pool) < l.poolMax {
 		// A pooled root keeps markLive (newRoot's, or its run's end's) for
 		// newRoot: the pool keeps it reachable, so its cleanup, the mark's

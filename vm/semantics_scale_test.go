@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -484,4 +485,54 @@ func TestSemScaleParallelStackEnds(t *testing.T) {
 			semClean(t, l)
 		})
 	}
+}
+
+// A root released into the pool keeps no table that one large run grew:
+// the pool keeps thousands of roots for good. One run here holds 10,000
+// steps at once, with as many loop labels, levels of AsyncStack, and
+// 100,000 state variables, whose map a clear would keep at its size.
+func TestSemScalePooledRootKeepsNoLargeTables(t *testing.T) {
+	const width, vars = 10_000, 100_000
+	l, _ := semLoop()
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := heap()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		for i := range vars {
+			as.State().Set(fmt.Sprint("k", i), i)
+		}
+		for i := range width {
+			as.Loop(func(as vm.AsyncSteps) { as.Break() }, fmt.Sprint("L", i))
+		}
+	})
+	root.Add(semNest(width, func(vm.AsyncSteps, int) {}, func(as vm.AsyncSteps) { as.Error("Deep") }))
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := f.Wait(t.Context()); err == nil {
+		t.Fatal("the flow succeeded, want Deep")
+	}
+	f = nil
+	root.Release()
+	if slots, stack := vm.PooledTables(l); slots > 64 || stack > 64 {
+		t.Fatalf("a pooled root keeps room for %d slots and %d AsyncStack entries or labels; want at most 64 each", slots, stack)
+	}
+	// The variables' map alone took several megabytes.
+	if grown := heap() - before; grown > 2<<20 {
+		t.Fatalf("the heap is %d KiB larger after the root went back to the pool", grown>>10)
+	}
+	// The pooled root still serves small flows.
+	again := l.NewSteps()
+	again.Add(func(as vm.AsyncSteps, _ vm.Args) { as.State().Set("k", 1); as.Success(vm.Int(2)) })
+	g := again.Promise()
+	l.RunUntilIdle()
+	if v, err := g.Wait(t.Context()); err != nil || v.Int(0) != 2 {
+		t.Fatalf("small flow after the large one: %v, %v", v, err)
+	}
+	again.Release()
+	semClean(t, l)
 }

@@ -106,11 +106,24 @@ func (s *State) recordPanic(v any) {
 }
 
 func (s *State) reset() {
-	if len(s.vars) != 0 {
+	// What one large run grew is dropped rather than kept for the next
+	// (a pooled root keeps its State): a map keeps its buckets when
+	// cleared.
+	switch {
+	case len(s.vars) > pooledSlots:
+		s.vars = nil
+	case len(s.vars) != 0:
 		clear(s.vars)
 	}
 	s.errorInfo, s.lastCode, s.lastInfo, s.lastPanic, s.hasLast = "", "", "", nil, false
-	s.stack = s.stack[:0]
+	if cap(s.stack) > pooledSlots {
+		s.stack = nil
+	} else {
+		s.stack = s.stack[:0]
+	}
+	if cap(s.labels) > pooledSlots {
+		s.labels = nil
+	}
 }
 
 // copyMissing copies the variables of m that s lacks (CopyFrom).
