@@ -199,3 +199,25 @@ func TestBenchBadProfilePathFailsFirst(t *testing.T) {
 		}
 	}
 }
+
+// nestedLoops is a root whose body nests n-1 loops, the innermost of which
+// breaks out of the outermost.
+func nestedLoops(n int) string {
+	return "root r {\nloop out {\n" + strings.Repeat("loop {\n", n-2) + "break out\n" + strings.Repeat("}\n", n)
+}
+
+// TestRunDeepNesting: nesting is bounded, so that a small file cannot take
+// the parser's memory (it keeps each level's loop labels) or stack, and
+// the program prints back within the limit.
+func TestRunDeepNesting(t *testing.T) {
+	file := writeFile(t, "ok.step", nestedLoops(100))
+	code, out, errOut := stepvm(t, "", "run", "--program", file)
+	if code != exitOK || !strings.HasSuffix(out, "r: iter s99\nr: done ok\n") || errOut != "" {
+		t.Errorf("depth 100: exit %d, stderr %q, stdout ends %q", code, errOut, out[max(0, len(out)-200):])
+	}
+	file = writeFile(t, "deep.step", nestedLoops(20_000))
+	code, out, errOut = stepvm(t, "", "run", file)
+	if code != exitUsage || out != "" || !strings.HasSuffix(errOut, "deep.step:101:6: blocks nested deeper than 100\n") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("depth 20000: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

@@ -81,8 +81,8 @@
 //
 // Parse accepts only well-formed programs: names are declared before use,
 // Break and Continue are inside a loop with that label, terminal
-// statements end their block, and no step both adds sub-steps and succeeds
-// or waits.
+// statements end their block, no step both adds sub-steps and succeeds
+// or waits, and blocks nest at most 100 deep.
 //
 // # Example
 //

@@ -14,6 +14,13 @@ const (
 	MaxDuration = 1_000_000_000 // milliseconds of a timeout or cancel time
 )
 
+// maxDepth bounds the nesting of blocks. The parser, the printer, the
+// model and the harness all recurse on it, and the parser keeps the labels
+// of the enclosing loops per level: unbounded, a file of a few hundred
+// kilobytes of nested loops took gigabytes, and deeper nesting overflowed
+// the goroutine stack.
+const maxDepth = 100
+
 // Parse reads a program. A program that parses is well-formed: every name
 // it uses is declared before, every Break and Continue is inside a loop
 // with that label, terminal statements end their blocks, and no step both
@@ -57,6 +64,7 @@ type parser struct {
 	prevLine int               // line of the last token consumed
 	names    map[string]string // declared name -> "root", "model" or "mutex"
 	root     string            // the root whose body is being read; "" in a model
+	depth    int               // blocks open
 }
 
 func (p *parser) failAt(t token, format string, args ...any) {
@@ -194,6 +202,9 @@ func (p *parser) intIn(what string, lo, hi int64) int {
 // block reads { statements } in context ctx; labels are those of the
 // enclosing loops, innermost last ("" for an unlabelled loop).
 func (p *parser) block(ctx context, labels []string) []Stmt {
+	if p.depth++; p.depth > maxDepth {
+		p.failAt(p.tok, "blocks nested deeper than %d", maxDepth)
+	}
 	p.expect(tLBrace)
 	var stmts []Stmt
 	var terminal Stmt
@@ -224,6 +235,7 @@ func (p *parser) block(ctx context, labels []string) []Stmt {
 		p.endStmt()
 	}
 	p.next()
+	p.depth--
 	return stmts
 }
 
