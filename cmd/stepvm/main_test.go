@@ -221,3 +221,21 @@ func TestRunDeepNesting(t *testing.T) {
 		t.Errorf("depth 20000: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestRunNoRoot: a file that declares no root (an empty file, say) is a
+// bad file, not a run that printed nothing and went well.
+func TestRunNoRoot(t *testing.T) {
+	for _, src := range []string{"", "\n# nothing\n", "mutex m 1 -1\nmodel x {\n  step {\n  }\n}\n", "go test fuzz v1\nstring(\"\")\n"} {
+		file := writeFile(t, "p.step", src)
+		for _, args := range [][]string{{"run", file}, {"run", "--diff", file}} {
+			code, out, errOut := stepvm(t, "", args...)
+			if code != exitUsage || out != "" || errOut != "stepvm: "+file+": no root to run\n" {
+				t.Errorf("%q %v: exit %d, stdout %q, stderr %q", src, args[:len(args)-1], code, out, errOut)
+			}
+		}
+	}
+	code, _, errOut := stepvm(t, "", "run", "-")
+	if code != exitUsage || errOut != "stepvm: -: no root to run\n" {
+		t.Errorf("empty standard input: exit %d, stderr %q", code, errOut)
+	}
+}

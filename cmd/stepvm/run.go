@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,6 +119,11 @@ func load(name string, stdin io.Reader) (*prog.Program, error) {
 	p, err := prog.Parse(string(src))
 	if err != nil {
 		return nil, usagef("%s:%v", name, err)
+	}
+	// A program without a root runs nothing and prints nothing: an empty
+	// file, or the wrong one, would pass for a run that went well.
+	if !slices.ContainsFunc(p.Decls, func(d prog.Decl) bool { _, ok := d.(*prog.Root); return ok }) {
+		return nil, usagef("%s: no root to run", name)
 	}
 	return p, nil
 }
