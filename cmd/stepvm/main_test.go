@@ -239,3 +239,18 @@ func TestRunNoRoot(t *testing.T) {
 		t.Errorf("empty standard input: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// endless is an input that never ends, like /dev/zero.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestRunEndlessInput: an input that never ends is read up to a bound and
+// reported, not read until memory runs out.
+func TestRunEndlessInput(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"run", "-"}, endless{}, &out, &errOut)
+	if code != exitUsage || out.Len() != 0 || errOut.String() != "stepvm: -: larger than 16 MiB: not a step program\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}

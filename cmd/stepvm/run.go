@@ -92,19 +92,30 @@ func truncNote(t prog.Trace) string {
 	return ""
 }
 
+// maxSource bounds what load reads. Programs and corpus files are
+// kilobytes; without a bound, a device such as /dev/zero was read until
+// memory ran out.
+const maxSource = 16 << 20
+
 // load reads a step program, or a corpus file of go test -fuzz: a string
 // entry (FuzzParse) is program text, a []byte entry (FuzzVMvsModel) is
 // generator input.
 func load(name string, stdin io.Reader) (*prog.Program, error) {
-	var src []byte
-	var err error
-	if name == "-" {
-		src, err = io.ReadAll(stdin)
-	} else {
-		src, err = os.ReadFile(name)
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		defer f.Close()
+		r = f
 	}
+	src, err := io.ReadAll(io.LimitReader(r, maxSource+1))
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if len(src) > maxSource {
+		return nil, usagef("%s: larger than %d MiB: not a step program", name, maxSource>>20)
 	}
 	if rest, ok := bytes.CutPrefix(src, []byte("go test fuzz v1\n")); ok {
 		text, isBytes, err := corpusEntry(string(rest))
