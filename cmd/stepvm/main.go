@@ -74,7 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = demo(args[1:], stdout)
 	case args[0] == "bench":
 		err = bench(args[1:], stdout, stderr)
-	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
@@ -96,10 +96,32 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 const usage = `usage:
-  stepvm                  the examples, then a short benchmark
-  stepvm run [--model|--diff] [--program] [--max-trace N] FILE
-  stepvm demo [-v]
-  stepvm bench [--json] [--benchtime D] [--run REGEXP] [--cpuprofile FILE] [--memprofile FILE]
+  stepvm                    run the examples, then a short benchmark
+  stepvm run [flags] FILE   run a step program (package fuzz/prog) on the VM and
+                            print its trace; FILE may also be a corpus file of
+                            go test -fuzz (testdata/fuzz/...), or - for standard
+                            input
+    --model                 run it on the reference model instead
+    --diff                  run it on both and show where the traces diverge
+    --program               print the program before its trace
+    --max-trace N           stop after N trace lines (default 2000)
+  stepvm demo [-v]          run the examples of FTN12 and of the JS reference's
+                            README and print what they print (-v: whole traces)
+  stepvm bench [flags]      run the workloads of package benchmarks on stepvm
+                            and on goroutines and print a table
+    --json                  print JSON instead: a list of {workload, unit,
+                            ratio, stepvm, goroutines}, each side {ns_per_unit,
+                            allocs_per_unit, bytes_per_unit, n} and, where
+                            measured, bytes_per_waiting_flow
+    --benchtime D           time per side and workload (default 1s)
+    --run REGEXP            only the workloads whose name matches
+    --cpuprofile FILE       write a CPU profile
+    --memprofile FILE       write an allocation profile
+  stepvm help               this text
+
+Flags take one dash or two and may follow FILE. Exit status: 0 ok; 1 the
+traces diverge, the VM breaks an invariant or a benchmark fails; 2 a bad
+command line or file.
 `
 
 // parseFlags parses args with fs, allowing flags after the positional

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -252,5 +254,37 @@ func TestRunEndlessInput(t *testing.T) {
 	code := run([]string{"run", "-"}, endless{}, &out, &errOut)
 	if code != exitUsage || out.Len() != 0 || errOut.String() != "stepvm: -: larger than 16 MiB: not a step program\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestHelp: every way of asking prints the usage on stdout, and it names
+// every flag, the exit statuses and the fields of bench --json.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"-help"}, {"run", "-h"}, {"demo", "--help"}, {"bench", "-help"}} {
+		code, out, errOut := stepvm(t, "", args...)
+		if code != exitOK || out != usage || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	js, err := json.Marshal(row{Stepvm: side{BytesPerWaitingFlow: 1}})
+	var r map[string]any
+	if err == nil {
+		err = json.Unmarshal(js, &r)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for k, v := range r {
+		fields = append(fields, k)
+		if m, ok := v.(map[string]any); ok {
+			fields = slices.AppendSeq(fields, maps.Keys(m))
+		}
+	}
+	for _, want := range append(fields, "--model", "--diff", "--program", "--max-trace", "-v", "--json",
+		"--benchtime", "--run", "--cpuprofile", "--memprofile", "Exit status: 0 ok; 1 the\ntraces diverge", "2 a bad\ncommand line") {
+		if !strings.Contains(usage, want) {
+			t.Errorf("usage does not name %q", want)
+		}
 	}
 }
