@@ -288,3 +288,23 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCorpusFileForms: a corpus file is read as go test reads it, CRLF
+// line ends and blank lines included; one of several values, from a fuzz
+// target of more arguments, is named as such.
+func TestRunCorpusFileForms(t *testing.T) {
+	want := "r: enter s1\nr: print hi\nr: done ok\n"
+	for _, src := range []string{
+		"go test fuzz v1\r\nstring(\"root r { step { print \\\"hi\\\" } }\")\r\n",
+		"go test fuzz v1\n\n  string(`root r { step { print \"hi\" } }`)\n\n",
+	} {
+		code, out, errOut := stepvm(t, src, "run", "-")
+		if code != exitOK || out != want || errOut != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", src, code, out, errOut)
+		}
+	}
+	code, out, errOut := stepvm(t, "go test fuzz v1\n[]byte(\"a\")\nint(1)\n", "run", "-")
+	if code != exitUsage || out != "" || errOut != "stepvm: -: a corpus entry of 2 values, not of one []byte or string\n" {
+		t.Errorf("two values: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

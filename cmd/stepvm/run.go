@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -117,8 +116,8 @@ func load(name string, stdin io.Reader) (*prog.Program, error) {
 	if len(src) > maxSource {
 		return nil, usagef("%s: larger than %d MiB: not a step program", name, maxSource>>20)
 	}
-	if rest, ok := bytes.CutPrefix(src, []byte("go test fuzz v1\n")); ok {
-		text, isBytes, err := corpusEntry(string(rest))
+	if head, rest, _ := strings.Cut(string(src), "\n"); strings.TrimSuffix(head, "\r") == "go test fuzz v1" {
+		text, isBytes, err := corpusEntry(rest)
 		if err != nil {
 			return nil, usagef("%s: %v", name, err)
 		}
@@ -140,9 +139,19 @@ func load(name string, stdin io.Reader) (*prog.Program, error) {
 }
 
 // corpusEntry decodes the single value of a corpus file: []byte("...")
-// or string("...").
+// or string("..."). Like go test, it takes the lines with their spaces
+// and carriage returns trimmed, and skips blank ones.
 func corpusEntry(s string) (value string, isBytes bool, err error) {
-	s = strings.TrimSpace(s)
+	var vals []string
+	for l := range strings.Lines(s) {
+		if l = strings.TrimSpace(l); l != "" {
+			vals = append(vals, l)
+		}
+	}
+	if len(vals) > 1 {
+		return "", false, fmt.Errorf("a corpus entry of %d values, not of one []byte or string", len(vals))
+	}
+	s = strings.Join(vals, "")
 	for _, typ := range []string{"[]byte", "string"} {
 		if lit, ok := strings.CutPrefix(s, typ+"("); ok {
 			lit, ok = strings.CutSuffix(lit, ")")
