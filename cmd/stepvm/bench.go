@@ -87,6 +87,11 @@ func bench(args []string, stdout, stderr io.Writer) error {
 			return usageError{err}
 		}
 		defer f.Close()
+		// Into one file, the CPU profile, written last, would replace
+		// the memory profile, and the run would end as if both were there.
+		if memf != nil && sameFile(f, memf) {
+			return usagef("--cpuprofile and --memprofile name the same file")
+		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
@@ -139,6 +144,15 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	printTable(stdout, rows, *benchtime)
 	return nil
+}
+
+func sameFile(a, b *os.File) bool {
+	sa, err := a.Stat()
+	if err != nil {
+		return false
+	}
+	sb, err := b.Stat()
+	return err == nil && os.SameFile(sa, sb)
 }
 
 func printTable(w io.Writer, rows []row, benchtime time.Duration) {

@@ -308,3 +308,15 @@ func TestRunCorpusFileForms(t *testing.T) {
 		t.Errorf("two values: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestBenchProfilesInOneFile: the two profiles cannot share a file (the
+// CPU profile replaced the memory profile there, exit status 0), however
+// the two paths spell it.
+func TestBenchProfilesInOneFile(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := stepvm(t, "", "bench", "--run", "^Simple$", "--benchtime", "10ms",
+		"--memprofile", filepath.Join(dir, "p.prof"), "--cpuprofile", dir+"/./p.prof")
+	if code != exitUsage || out != "" || errOut != "stepvm: --cpuprofile and --memprofile name the same file\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
