@@ -248,3 +248,21 @@ func TestSemValueFloatBool(t *testing.T) {
 		}
 	}
 }
+
+// semStringer has a value String method, which a nil *semStringer cannot
+// call.
+type semStringer struct{ s string }
+
+func (v semStringer) String() string { return v.s }
+
+// String prints any Value, an Any holding a nil pointer to a Stringer
+// included: as "<nil>", as fmt does, where calling the method panicked and
+// the step that printed its Args failed with InternalError.
+func TestSemValueStringNilStringer(t *testing.T) {
+	semRunOK(t, func(root vm.AsyncSteps, log *semLog) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Success(vm.Any((*semStringer)(nil)), vm.Any(&semStringer{"set"}), vm.Any(semStringer{"value"}))
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("%s %s %s", a.String(0), a.String(1), a.String(2)) })
+	}, "<nil> set value")
+}

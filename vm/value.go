@@ -2,6 +2,7 @@ package vm
 
 import (
 	"math"
+	"reflect"
 	"strconv"
 	"unsafe"
 )
@@ -132,13 +133,30 @@ func (v Value) String() string {
 	case KindAny:
 		if a := v.Any(); a != nil {
 			if s, ok := a.(interface{ String() string }); ok {
-				return s.String()
+				return stringOf(s)
 			}
 			return "<any>"
 		}
 		return "<nil>"
 	}
 	return ""
+}
+
+// stringOf returns s.String(), or "<nil>" for a nil pointer whose String
+// method does not take one (a value method, or one that dereferences), as
+// fmt prints it: a trace printing such a Value must not panic. Other
+// panics of the method are its own and go on.
+func stringOf(s interface{ String() string }) (str string) {
+	defer func() {
+		if p := recover(); p != nil {
+			if rv := reflect.ValueOf(s); rv.Kind() == reflect.Pointer && rv.IsNil() {
+				str = "<nil>"
+				return
+			}
+			panic(p)
+		}
+	}()
+	return s.String()
 }
 
 // Bytes returns the bytes of a bytes or string value (for a string, a read
