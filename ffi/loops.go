@@ -307,7 +307,10 @@ func beginAway(e *entry, gen uint32, cur C.uint32_t, what string) (callback, vm.
 
 // misuse fails the C call running on this thread with InternalError. With
 // no ffi call running, as when Go code calls C directly, there is no flow
-// to fail, and the call is ignored, as misuse of an idle root from Go is.
+// to fail, and the call is ignored: this thread may not be the goroutine of
+// the record's loop, whose root a report would touch. (What the VM itself
+// finds wrong in such a call on a root being set up fails the root's next
+// run, as from Go.)
 func (c callback) misuse(info string) {
 	if c.ls != nil && c.ls.stash == nil {
 		c.ls.stash = &vm.Error{Code: vm.InternalError, Info: info}

@@ -81,7 +81,10 @@
 // its own steps) raises InternalError with a descriptive ErrorInfo
 // in the flow that made the call (FTN12 2.1). Inside a step function,
 // error handler or loop body the report is a panic; a function that
-// recovers it and goes on fails its flow with it all the same.
+// recovers it and goes on fails its flow with it all the same. Misuse in
+// setting up a root that does not run (Add(nil) on it, Success through
+// its handle) has no flow to fail yet: the root's next run fails, before
+// any of its steps, with the first such report.
 //
 // # Loops
 //

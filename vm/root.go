@@ -262,6 +262,9 @@ func (r *root) resetRun() {
 	}
 	b.Seq = 0 // the fixed block is not freed: Seq 0 marks it unused, see base
 	allocsOf(b).Reset()
+	if r.state != nil {
+		r.state.misused = false // a report's step is gone with the queue
+	}
 	if r.status == rootReady {
 		r.status = rootIdle
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -881,6 +882,78 @@ func TestSemMisuseReportSettledOnce(t *testing.T) {
 			if err := run(false); err != nil {
 				t.Fatalf("the next flow failed with %v", err)
 			}
+		})
+	}
+}
+
+// Misuse in setting up a root from outside any flow (the driving
+// goroutine, a loop callback) has no running flow to fail: the root's next
+// run fails at once with InternalError and the first report's info, before
+// any of its steps runs. Release forgets the report; the next run after
+// the failed one, or after a canceled one, starts clean.
+func TestSemMisuseSettingUpIdleRoot(t *testing.T) {
+	misuses := map[string]func(root vm.AsyncSteps){
+		"Add nil":         func(root vm.AsyncSteps) { root.Add(nil) },
+		"Loop nil":        func(root vm.AsyncSteps) { root.Loop(nil) },
+		"SuccessStep 5":   func(root vm.AsyncSteps) { root.SuccessStep(vm.Int(1), vm.Int(2), vm.Int(3), vm.Int(4), vm.Int(5)) },
+		"Success on root": func(root vm.AsyncSteps) { root.Success() },
+	}
+	for name, misuse := range misuses {
+		t.Run(name, func(t *testing.T) {
+			l, _ := semLoop()
+			var ran []string
+			step := func(s string) vm.ExecFunc {
+				return func(vm.AsyncSteps, vm.Args) { ran = append(ran, s) }
+			}
+			root := l.NewSteps()
+			root.Add(step("before"))
+			misuse(root)
+			root.Add(nil) // a second report: the first one's info stays
+			root.Add(step("after"))
+			f := root.Promise()
+			l.RunUntilIdle()
+			_, err := f.Wait(t.Context())
+			if !errors.Is(err, vm.ErrInternal) {
+				t.Fatalf("err = %v, want InternalError", err)
+			}
+			if len(ran) != 0 {
+				t.Fatalf("steps ran: %v", ran)
+			}
+			var e *vm.Error
+			if !errors.As(err, &e) || e.Info == "" || (name != "Add nil" && strings.Contains(e.Info, "nil step function")) {
+				t.Fatalf("error %+v: want the first misuse's info", e)
+			}
+			// The next run of the same root is clean.
+			root.Add(step("again"))
+			g := root.Promise()
+			l.RunUntilIdle()
+			if _, err := g.Wait(t.Context()); err != nil || len(ran) != 1 {
+				t.Fatalf("next run: %v, ran %v", err, ran)
+			}
+			// A report on a root that is released is forgotten with it.
+			misuse(root)
+			root.Release()
+			again := l.NewSteps()
+			again.Add(step("pooled"))
+			h := again.Promise()
+			l.RunUntilIdle()
+			if _, err := h.Wait(t.Context()); err != nil {
+				t.Fatalf("pooled root: %v", err)
+			}
+			// A report whose run is canceled before it starts leaves none.
+			misuse(again)
+			again.Execute()
+			again.Cancel()
+			l.RunUntilIdle()
+			misuse(again)
+			again.Add(step("after cancel"))
+			k := again.Promise()
+			l.RunUntilIdle()
+			if _, err := k.Wait(t.Context()); !errors.Is(err, vm.ErrInternal) {
+				t.Fatalf("after a canceled run, a new report: err = %v, want InternalError", err)
+			}
+			again.Release()
+			semClean(t, l)
 		})
 	}
 }

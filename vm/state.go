@@ -21,6 +21,7 @@ type State struct {
 	futureNum uint32   // future's number in its loop's futureTable
 	labels    []string // loop labels by slot number
 	foreign   Foreign  // non-nil: the root is a stand-in for a foreign flow (foreign.go)
+	misused   bool     // the root's set-up was misused: its next run fails (misuseIdle)
 
 	// native is what a foreign-function binding attached to the root
 	// (SetNativeRootValue). Kept here rather than in the root, which most
@@ -116,6 +117,7 @@ func (s *State) reset() {
 		clear(s.vars)
 	}
 	s.errorInfo, s.lastCode, s.lastInfo, s.lastPanic, s.hasLast = "", "", "", nil, false
+	s.misused = false
 	if cap(s.stack) > pooledSlots {
 		s.stack = nil
 	} else {

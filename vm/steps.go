@@ -95,9 +95,10 @@ func (as AsyncSteps) State() *State {
 // misuse reports a violation of the API (FTN12 2.1). Called from a step's
 // function or error handler, it raises InternalError in that step's flow by
 // panicking into the VM's recovery; called from anywhere else (a loop
-// callback, the driving goroutine), it fails root r if r is running, and is
-// ignored otherwise. In a cancel handler or a Stack destroy callback it is
-// only recorded in r's state: the flow is already ending.
+// callback, the driving goroutine), it fails root r if r is running, and
+// r's next run if r is being set up (see misuseIdle); with no root (a stale
+// handle) nothing is left to fail. In a cancel handler or a Stack destroy
+// callback it is only recorded in r's state: the flow is already ending.
 func (l *Loop) misuse(r *root, info string) {
 	if l.inCall != 0 { // a step's function or error handler is the caller
 		l.raiseMisuse(info)
@@ -111,9 +112,40 @@ func (l *Loop) misuse(r *root, info string) {
 		}
 		return
 	}
-	if r != nil && r.status == rootRunning {
+	switch {
+	case r == nil:
+	case r.status == rootRunning:
 		r.st().recordError(InternalError, info)
 		l.raise(r, r.base(), InternalError)
+	default:
+		r.misuseIdle(info)
+	}
+}
+
+// misuseIdle reports misuse in setting up root r, which does not run: no
+// flow runs to fail yet, so r's next run fails, before any step it has
+// runs, with InternalError and info, as if its first step raised it. The
+// first report of a set-up wins: the step that raises it is queued once.
+func (r *root) misuseIdle(info string) {
+	st := r.st()
+	if st.misused {
+		return
+	}
+	st.misused = true
+	b := r.base()
+	if b.Seq == 0 {
+		b = r.newBase()
+	}
+	n := r.newNode(opcodes.OpExec)
+	n.Fn = r.put(ExecFunc(func(as AsyncSteps, _ Args) {
+		as.r.st().misused = false // run: a new report may queue another
+		as.Error(InternalError, info)
+	}))
+	k := link(n) // first in the root's queue, ahead of the steps added
+	n.Next = b.Head
+	b.Head = k
+	if b.Tail == 0 {
+		b.Tail = k
 	}
 }
 
