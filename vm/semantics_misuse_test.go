@@ -957,3 +957,50 @@ func TestSemMisuseSettingUpIdleRoot(t *testing.T) {
 		})
 	}
 }
+
+// Misuse through the handle of a waiting step, made from outside the loop's
+// calls, fails that step, in its own thread: its error handler sees
+// InternalError, as it does for the same misuse through its Resumer, and
+// the parallel step whose branch it is goes on with the other branches.
+func TestSemMisuseFromOutsideFailsTheStep(t *testing.T) {
+	five := []vm.Value{vm.Int(1), vm.Int(2), vm.Int(3), vm.Int(4), vm.Int(5)}
+	for _, via := range []string{"handle", "Resumer"} {
+		t.Run(via, func(t *testing.T) {
+			l, _ := semLoop()
+			var h vm.AsyncSteps
+			var res vm.Resumer
+			var trace []string
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				p := as.Parallel(func(as vm.AsyncSteps, code string) { trace = append(trace, "parallel handler "+code) })
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.WaitExternal()
+						h, res = as, as.Resumer()
+					}, func(as vm.AsyncSteps, code string) {
+						trace = append(trace, "step handler "+code)
+						as.Success()
+					})
+				})
+				p.Add(func(as vm.AsyncSteps, _ vm.Args) { trace = append(trace, "other branch") })
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			if via == "handle" {
+				h.Success(five...)
+			} else {
+				res.Success(five...)
+			}
+			l.RunUntilIdle()
+			if _, err := f.Wait(t.Context()); err != nil {
+				t.Fatalf("the flow failed: %v (trace %v)", err, trace)
+			}
+			want := []string{"other branch", "step handler InternalError"}
+			if fmt.Sprint(trace) != fmt.Sprint(want) {
+				t.Fatalf("trace %v, want %v", trace, want)
+			}
+			root.Release()
+			semClean(t, l)
+		})
+	}
+}

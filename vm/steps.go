@@ -99,7 +99,15 @@ func (as AsyncSteps) State() *State {
 // r's next run if r is being set up (see misuseIdle); with no root (a stale
 // handle) nothing is left to fail. In a cancel handler or a Stack destroy
 // callback it is only recorded in r's state: the flow is already ending.
-func (l *Loop) misuse(r *root, info string) {
+func (l *Loop) misuse(r *root, info string) { l.misuseIn(r, nil, info) }
+
+// misuseAt is misuse through the handle of frame n, which is valid.
+func (l *Loop) misuseAt(r *root, n *Node, info string) { l.misuseIn(r, threadOf(n), info) }
+
+// misuseIn is misuse through the handle of a step of thread th (nil: the
+// root's handle): from outside a call, the error is raised in that thread,
+// where the step's own error handlers see it, as a Resumer's misuse is.
+func (l *Loop) misuseIn(r *root, th *Node, info string) {
 	if l.inCall != 0 { // a step's function or error handler is the caller
 		l.raiseMisuse(info)
 	}
@@ -115,8 +123,11 @@ func (l *Loop) misuse(r *root, info string) {
 	switch {
 	case r == nil:
 	case r.status == rootRunning:
+		if th == nil {
+			th = r.base()
+		}
 		r.st().recordError(InternalError, info)
-		l.raise(r, r.base(), InternalError)
+		l.raise(r, th, InternalError)
 	default:
 		r.misuseIdle(info)
 	}
@@ -205,7 +216,7 @@ func (as AsyncSteps) misuse(info string) {
 		return
 	}
 	if as.n != nil && as.epoch == r.runEpoch && as.n.Seq == as.seq {
-		r.l.misuse(r, info)
+		r.l.misuseIn(r, threadOf(as.n), info)
 		return
 	}
 	r.l.misuse(nil, info) // stale: only the calling flow may be failed
@@ -256,9 +267,9 @@ func (as AsyncSteps) target(what string) *Node {
 	case frameID(n) == r.l.inCall:
 		return n
 	case n.Op == opcodes.OpParallel:
-		r.l.misuse(r, what+" on a parallel step that has already started")
+		as.misuse(what + " on a parallel step that has already started")
 	default:
-		r.l.misuse(r, what+" outside of the step's execution")
+		as.misuse(what + " outside of the step's execution")
 	}
 	return nil
 }
@@ -413,19 +424,19 @@ func (as AsyncSteps) Success(vals ...Value) {
 		return
 	}
 	if n.Head != 0 || n.Flags&opcodes.FlagChild != 0 {
-		r.l.misuse(r, "Success after sub-steps were added: the step completes when they do")
+		r.l.misuseAt(r, n, "Success after sub-steps were added: the step completes when they do")
 		return
 	}
 	if r.l.raisedIn == frameID(n) && r.l.inCall == frameID(n) { // else an external completion while n unwinds
-		r.l.misuse(r, "Success after Error, Break, Continue or a misuse report: "+swallowedInfo)
+		r.l.misuseAt(r, n, "Success after Error, Break, Continue or a misuse report: "+swallowedInfo)
 		return
 	}
 	if n.Op == opcodes.OpParallel && n.Flags&opcodes.FlagInError == 0 {
-		r.l.misuse(r, "Success on a parallel step")
+		r.l.misuseAt(r, n, "Success on a parallel step")
 		return
 	}
 	if len(vals) > MaxArgs {
-		r.l.misuse(r, "Success with more than 4 values")
+		r.l.misuseAt(r, n, "Success with more than 4 values")
 		return
 	}
 	var args *argBuf // nil: no values, and no buffer to clear
@@ -477,14 +488,14 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		l.raiseInCall(unwindError)
 	}
 	if n.Flags&opcodes.FlagChild != 0 && n.Flags&opcodes.FlagInError == 0 {
-		l.misuse(r, "Error through the handle of a step whose sub-steps are running")
+		as.misuse("Error through the handle of a step whose sub-steps are running")
 		return
 	}
 	if r.teardown != 0 {
 		// A cancel handler or destroy callback of the same flow: the VM
 		// is unwinding frames it holds (a parallel step's branches, say),
 		// which a second unwinding would free under it.
-		l.misuse(r, "Error from a cancel handler or Stack destroy callback of the same flow")
+		as.misuse("Error from a cancel handler or Stack destroy callback of the same flow")
 		return
 	}
 	// Recorded only once it is raised: a refused Error must not replace
@@ -513,10 +524,10 @@ func (as AsyncSteps) running(what string) (*Node, bool) {
 			// FTN12 2.2.2: the Execution API but Success and Error is for
 			// the step's function. From its error handler it would set up
 			// a wait that the handler's return, Success or Error drops.
-			as.r.l.misuse(as.r, what+" in an error handler: only a step's function may wait")
+			as.misuse(what + " in an error handler: only a step's function may wait")
 			return nil, false
 		}
-		as.r.l.misuse(as.r, what+" on a step whose sub-steps are running")
+		as.misuse(what + " on a step whose sub-steps are running")
 		return nil, false
 	}
 	return n, true
