@@ -293,6 +293,13 @@ func (r *root) put(v any) uint32 {
 		return i
 	}
 	r.slots = append(r.slots, v)
+	if len(r.slots) == inlineSlots+1 {
+		// The table has just moved out of slotBuf (or did in an earlier
+		// run): the values copied from there must not stay behind, where
+		// nothing would clear them, for the rest of the run and, since
+		// the table never moves back, of the root's life.
+		r.slotBuf = [inlineSlots]any{}
+	}
 	return uint32(len(r.slots))
 }
 
