@@ -134,14 +134,14 @@ func ownStack(n *Node) uint64 {
 func stackOwner(n *Node) uint64 { return uint64(link(n))<<32 | uint64(n.Seq) }
 
 // destroyStack runs the destroy callbacks of the Stack allocations of frame
-// n of thread th, newest first, and frees them. Its callers hold frames of r across it (n,
-// detached from its thread, and n's parent), so the callbacks must not end
-// the run or unwind a thread: n is marked canceling, which makes calls
-// through its handle do nothing, and r's teardown tearDestroy (see
-// endLater and Error). The parent, which its callers have already told it
-// has no child running, is marked as having one again meanwhile, so that
-// its handle refuses to complete it (this keeps that cost off the callers'
-// common path).
+// n of thread th, newest first, and frees them. Its callers hold frames of
+// r across it (n, detached from its thread, and n's parent), so the
+// callbacks must not end the run or unwind a thread: n is marked
+// canceling, which makes calls through its handle do nothing, and r's
+// teardown tearDestroy (see endLater and Error). The parent, which its
+// callers have already told it has no child running, is marked as having
+// one again meanwhile, so that its handle refuses to complete it (this
+// keeps that cost off the callers' common path).
 func (l *Loop) destroyStack(r *root, th, n *Node) {
 	owner := stackOwner(n)
 	list := allocsOf(th)

@@ -267,9 +267,9 @@ func (as AsyncSteps) target(what string) *Node {
 	case frameID(n) == r.l.inCall:
 		return n
 	case n.Op == opcodes.OpParallel:
-		as.misuse(what + " on a parallel step that has already started")
+		r.l.misuseAt(r, n, what+" on a parallel step that has already started")
 	default:
-		as.misuse(what + " outside of the step's execution")
+		r.l.misuseAt(r, n, what+" outside of the step's execution")
 	}
 	return nil
 }
@@ -488,14 +488,14 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		l.raiseInCall(unwindError)
 	}
 	if n.Flags&opcodes.FlagChild != 0 && n.Flags&opcodes.FlagInError == 0 {
-		as.misuse("Error through the handle of a step whose sub-steps are running")
+		l.misuseAt(r, n, "Error through the handle of a step whose sub-steps are running")
 		return
 	}
 	if r.teardown != 0 {
 		// A cancel handler or destroy callback of the same flow: the VM
 		// is unwinding frames it holds (a parallel step's branches, say),
 		// which a second unwinding would free under it.
-		as.misuse("Error from a cancel handler or Stack destroy callback of the same flow")
+		l.misuseAt(r, n, "Error from a cancel handler or Stack destroy callback of the same flow")
 		return
 	}
 	// Recorded only once it is raised: a refused Error must not replace
@@ -524,10 +524,10 @@ func (as AsyncSteps) running(what string) (*Node, bool) {
 			// FTN12 2.2.2: the Execution API but Success and Error is for
 			// the step's function. From its error handler it would set up
 			// a wait that the handler's return, Success or Error drops.
-			as.misuse(what + " in an error handler: only a step's function may wait")
+			as.r.l.misuseAt(as.r, n, what+" in an error handler: only a step's function may wait")
 			return nil, false
 		}
-		as.misuse(what + " on a step whose sub-steps are running")
+		as.r.l.misuseAt(as.r, n, what+" on a step whose sub-steps are running")
 		return nil, false
 	}
 	return n, true
