@@ -81,10 +81,17 @@
 // its own steps) raises InternalError with a descriptive ErrorInfo
 // in the flow that made the call (FTN12 2.1). Inside a step function,
 // error handler or loop body the report is a panic; a function that
-// recovers it and goes on fails its flow with it all the same. Misuse in
-// setting up a root that does not run (Add(nil) on it, Success through
-// its handle) has no flow to fail yet: the root's next run fails, before
-// any of its steps, with the first such report.
+// recovers it and goes on fails its flow with it all the same, and the
+// flow the handle names is not touched. Made from outside the loop's
+// calls (the driving goroutine, an Immediate, Deferred or Post callback),
+// misuse fails the flow the handle names, in the thread of the step whose
+// handle was used, so that the step's own error handlers see it (through
+// a root's handle, or a parallel accessor whose step has not started: in
+// the root's main thread). Misuse in setting up a root that does not run
+// (Add(nil) on it, Success through its handle) has no flow to fail yet:
+// the root's next run fails, before any of its steps, with the first such
+// report. From a cancel handler or a destroy callback, misuse is only
+// recorded as the named flow's LastException.
 //
 // # Loops
 //

@@ -96,7 +96,7 @@ func RootID(as AsyncSteps) uint64 {
 		return 0
 	}
 	if as.n != nil {
-		if th := threadOf(as.n); th.Op != opcodes.OpRoot { // a parallel branch
+		if th := handleThread(as.n); th != nil && th.Op != opcodes.OpRoot { // a parallel branch
 			// Its base is a live node no other thread shares, and its
 			// stamp tells apart the branches that use that memory in
 			// turn. Node addresses fit in 48 bits.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stepvm/stepvm/vm"
 )
@@ -348,4 +349,55 @@ func semClean(t *testing.T, l *vm.Loop) {
 	if s.ArenaInUse != 0 || s.RunningRoots != 0 || s.Timers != 0 || s.Queued != 0 || vm.CallbacksInUse(l) != 0 {
 		t.Fatalf("not clean: %+v callbacks=%d", s, vm.CallbacksInUse(l))
 	}
+}
+
+// semCallFrom makes call from the place caller names: "outside" (the
+// driving goroutine, where it must not panic), an "Immediate" or "Post"
+// callback, or another flow ("another flow's step", "... error handler",
+// "... cancel handler" or "... destroy callback"). It returns how that
+// flow ended (nil for no flow); handler is the error handler of its step.
+func semCallFrom(t *testing.T, l *vm.Loop, caller string, call func(), handler vm.ErrorFunc) error {
+	t.Helper()
+	switch caller {
+	case "outside":
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("panic from outside: %v", p)
+			}
+		}()
+		call()
+		return nil
+	case "Immediate":
+		l.Immediate(call)
+		l.RunUntilIdle()
+		return nil
+	case "Post":
+		if !l.Post(call) {
+			t.Fatal("Post refused")
+		}
+		l.RunUntilIdle()
+		return nil
+	}
+	c := l.NewSteps()
+	defer c.Release()
+	switch caller {
+	case "another flow's step":
+		c.Add(func(vm.AsyncSteps, vm.Args) { call() }, handler)
+	case "another flow's error handler":
+		c.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("First") }, func(vm.AsyncSteps, string) { call() })
+	case "another flow's cancel handler":
+		c.Add(func(as vm.AsyncSteps, _ vm.Args) { as.SetCancel(func(vm.AsyncSteps) { call() }) }, handler)
+	case "another flow's destroy callback":
+		c.Add(func(as vm.AsyncSteps, _ vm.Args) { as.StackRaw(8, func(unsafe.Pointer) { call() }) }, handler)
+	default:
+		t.Fatalf("no caller %q", caller)
+	}
+	cf := c.Promise()
+	l.RunUntilIdle()
+	if caller == "another flow's cancel handler" {
+		c.Cancel()
+		l.RunUntilIdle()
+	}
+	_, err := semResult(t, cf)
+	return err
 }

@@ -446,49 +446,15 @@ func staleFromCaller(t *testing.T, l *vm.Loop, e *staleEnv, caller string, op st
 			staleAnswer(t, op, a)
 		}
 	}
-	switch caller {
-	case "outside":
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					t.Fatalf("panic from outside: %v", p)
-				}
-			}()
-			call()
-		}()
-		return
-	case "Immediate":
-		l.Immediate(call)
-		l.RunUntilIdle()
-		return
-	}
-	c := l.NewSteps()
-	defer c.Release()
-	handler := func(as vm.AsyncSteps, code string) {
+	err := semCallFrom(t, l, caller, call, func(as vm.AsyncSteps, code string) {
 		clog.add("caller handler %s", code)
 		if as.State().ErrorInfo() == "" {
 			clog.add("empty ErrorInfo")
 		}
+	})
+	if caller == "outside" || caller == "Immediate" {
+		return
 	}
-	switch caller {
-	case "another flow's step":
-		c.Add(func(vm.AsyncSteps, vm.Args) { call() }, handler)
-	case "another flow's error handler":
-		c.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("First") }, func(as vm.AsyncSteps, code string) {
-			call()
-		})
-	case "another flow's cancel handler":
-		c.Add(func(as vm.AsyncSteps, _ vm.Args) { as.SetCancel(func(vm.AsyncSteps) { call() }) }, handler)
-	case "another flow's destroy callback":
-		c.Add(func(as vm.AsyncSteps, _ vm.Args) { as.StackRaw(8, func(unsafe.Pointer) { call() }) }, handler)
-	}
-	cf := c.Promise()
-	l.RunUntilIdle()
-	if caller == "another flow's cancel handler" {
-		c.Cancel()
-		l.RunUntilIdle()
-	}
-	_, err := semResult(t, cf)
 	var ve *vm.Error
 	errors.As(err, &ve)
 	switch {

@@ -105,8 +105,9 @@ func (l *Loop) misuse(r *root, info string) { l.misuseIn(r, nil, info) }
 func (l *Loop) misuseAt(r *root, n *Node, info string) { l.misuseIn(r, threadOf(n), info) }
 
 // misuseIn is misuse through the handle of a step of thread th (nil: the
-// root's handle): from outside a call, the error is raised in that thread,
-// where the step's own error handlers see it, as a Resumer's misuse is.
+// root's handle, or a parallel accessor not started): from outside a
+// call, the error is raised in that thread, where the step's own error
+// handlers see it, as a Resumer's misuse is.
 func (l *Loop) misuseIn(r *root, th *Node, info string) {
 	if l.inCall != 0 { // a step's function or error handler is the caller
 		l.raiseMisuse(info)
@@ -216,10 +217,20 @@ func (as AsyncSteps) misuse(info string) {
 		return
 	}
 	if as.n != nil && as.epoch == r.runEpoch && as.n.Seq == as.seq {
-		r.l.misuseIn(r, threadOf(as.n), info)
+		r.l.misuseIn(r, handleThread(as.n), info)
 		return
 	}
 	r.l.misuse(nil, info) // stale: only the calling flow may be failed
+}
+
+// handleThread returns the thread of the valid handle's node n, or nil
+// for a parallel accessor whose step has not started: n has no parent
+// yet (threadOf would not end), and no thread of its own.
+func handleThread(n *Node) *Node {
+	if n.Flags&opcodes.FlagRunning == 0 {
+		return nil
+	}
+	return threadOf(n)
 }
 
 // zeroHandle reports a call through the zero AsyncSteps, which names no
