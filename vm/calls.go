@@ -91,11 +91,21 @@ func (l *Loop) callFunc(fn func()) {
 // panicHandler hands p to the loop's panic handler, which runs inside the
 // pass as the callback did: depth stays raised, so that a pass the handler
 // starts is rejected (nestedPass) instead of running the outer pass's work
-// and leaving it to pop an empty run queue.
+// and leaving it to pop an empty run queue. A panic out of the handler
+// leaves the pass (callbacks run at its top level only): inPass goes down
+// with it, or timers set between passes would wait for the next pass to
+// start counting.
 func (l *Loop) panicHandler(p any) {
 	l.depth++
-	defer func() { l.depth-- }()
+	returned := false
+	defer func() {
+		l.depth--
+		if !returned {
+			l.inPass = false
+		}
+	}()
 	l.onPanic(p)
+	returned = true
 }
 
 // enter marks the frame with id n (0 for none) as the one whose code is

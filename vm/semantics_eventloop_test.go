@@ -495,6 +495,26 @@ func TestSemPostsSurviveHandlerPanic(t *testing.T) {
 	}
 }
 
+// A panic out of the panic handler leaves the pass it was raised in: a
+// Deferred set afterwards from the driving goroutine, between passes,
+// counts its delay from when it was set, as any set outside a pass does.
+func TestSemDeferredAfterHandlerPanicEscapes(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
+	l := vm.NewLoop(vm.WithClock(clk), vm.WithPanicHandler(func(v any) { panic(v) }))
+	l.Post(func() { panic("out") })
+	func() {
+		defer func() { recover() }()
+		l.RunUntilIdle()
+	}()
+	fired := false
+	l.Deferred(10*time.Millisecond, func() { fired = true })
+	clk.Advance(10 * time.Millisecond)
+	l.RunUntilIdle()
+	if !fired {
+		t.Fatal("a 10ms Deferred set between passes has not fired 10ms later")
+	}
+}
+
 // A closed loop can still be driven by hand: its flows and callbacks run.
 func TestSemClosedLoopByHand(t *testing.T) {
 	l, _ := semLoop()
