@@ -39,6 +39,16 @@ type Loop struct {
 	cbFree uint32     // the last freed entry of cbs, 0 if none (see freeCallback)
 	wheel  *wheel.Wheel
 
+	// dropped holds the arenas of roots the program dropped (reclaim), for
+	// the loop to release. It is apart from the inbox so that the loop's
+	// cleanup (reclaimDead) can hold it: a Post function in the inbox may
+	// refer to the loop, and a cleanup whose argument reaches its object
+	// never runs. dropping is raised after every push to it, as posted is
+	// for the inbox.
+	dropped   *ringbuf.Queue[arena.Ref]
+	dropping  atomic.Bool
+	reclaimFn func(*arena.Ref)
+
 	reclaim  func(arena.Ref) // every root's cleanup, see newRoot
 	native   any             // package ffi's state for this loop; see SetNativeLoopValue
 	inbox    *ringbuf.Queue[inbound]
@@ -135,6 +145,7 @@ const Unbounded = -1
 
 const (
 	inboxCapacity = 1024
+	droppedRing   = 64 // reclaims come from the collector, a burst at a time
 	inlineBudget  = 256
 	tick          = time.Millisecond
 )
@@ -154,12 +165,14 @@ func NewLoop(opts ...LoopOption) *Loop {
 	l.start = l.clock.Now()
 	l.wheel = wheel.New(0, tick)
 	l.inbox = ringbuf.NewQueue[inbound](inboxCapacity)
+	l.dropped = ringbuf.NewQueue[arena.Ref](droppedRing)
 	self := weak.Make(l)
 	l.reclaim = func(m arena.Ref) { reclaim(self, m) }
-	runtime.AddCleanup(l, reclaimDead, l.inbox)
+	runtime.AddCleanup(l, reclaimDead, l.dropped)
 	l.futures = new(futureTable)
 	runtime.AddCleanup(l, settleDropped, l.futures)
 	l.drainFn = l.handleInbound
+	l.reclaimFn = func(m *arena.Ref) { l.reclaimMem(*m) }
 	l.cbs = make([]callback, 1, 64)
 	l.argsCur, l.argsNxt = &l.argBufs[0], &l.argBufs[1]
 	l.owner.Store(goid())
@@ -354,8 +367,7 @@ func goid() int64 {
 // a Resumer's completion.
 type inbound struct {
 	fn   func()
-	mem  arena.Ref // the arena of a collected root, to release
-	slot uint32    // resumer slot; 0 for a Post
+	slot uint32 // resumer slot; 0 for a Post
 	gen  uint32
 	code string // "" for success
 	info string
@@ -397,10 +409,6 @@ func (l *Loop) rouse() {
 }
 
 func (l *Loop) handleInbound(in *inbound) {
-	if in.mem != (arena.Ref{}) {
-		l.reclaimMem(in.mem)
-		return
-	}
 	if in.slot == 0 {
 		l.callFunc(in.fn)
 		return
@@ -498,10 +506,11 @@ func (l *Loop) pass() (more bool) {
 	return l.runq.len() > 0 || l.posted.Load() || l.wheel.Unsealed()
 }
 
-// drainInbox handles the items posted to the loop. posted is lowered first,
-// so that a push during the drain raises it again, and raised again if
-// items remain: Drain may leave some (a push still filling its slot), and
-// so does a panic out of the loop's panic handler.
+// drainInbox handles the items posted to the loop and the roots dropped.
+// posted is lowered first, so that a push during the drain raises it
+// again, and raised again if items remain: Drain may leave some (a push
+// still filling its slot), and so does a panic out of the loop's panic
+// handler.
 func (l *Loop) drainInbox() {
 	l.posted.Store(false)
 	defer func() {
@@ -509,6 +518,13 @@ func (l *Loop) drainInbox() {
 			l.posted.Store(true)
 		}
 	}()
+	if l.dropping.Load() {
+		// Lowered first, like posted. Nothing here panics, and a push
+		// that Drain leaves (behind one still filling its slot) raises
+		// it again once that one is filled.
+		l.dropping.Store(false)
+		l.dropped.Drain(l.reclaimFn)
+	}
 	l.inbox.Drain(l.drainFn)
 }
 
@@ -567,7 +583,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			continue
 		}
 		l.sleeping.Store(1)
-		if !l.inbox.Empty() || l.closed.Load() || l.manual != nil && l.manual.moves.Load() != moves {
+		if !l.inbox.Empty() || l.dropping.Load() || l.closed.Load() || l.manual != nil && l.manual.moves.Load() != moves {
 			l.sleeping.Store(0)
 			continue
 		}

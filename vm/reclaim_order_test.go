@@ -569,3 +569,40 @@ func TestDroppedLoopSettlesItsFutures(t *testing.T) {
 	}
 	t.Fatal("the Future of a run in a collected loop is not settled")
 }
+
+//go:noinline
+func dropLoopWithPendingPost(closed bool) *vm.Future {
+	l, _ := semLoop()
+	as := l.NewSteps()
+	as.Add(waitCancel)
+	f := as.Promise()
+	l.RunUntilIdle()
+	l.Post(func() { l.Immediate(func() {}) }) // never run: it refers to l
+	if closed {
+		l.Close()
+	}
+	return f
+}
+
+// A loop dropped, closed or not, with a Post pending whose function refers
+// to the loop, is collected all the same: the Future of its waiting run is
+// settled.
+func TestDroppedLoopWithPendingPostIsCollected(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		f := dropLoopWithPendingPost(closed)
+		settled := false
+		for i := 0; i < 100 && !settled; i++ {
+			runtime.GC()
+			runtime.Gosched()
+			select {
+			case <-f.Done():
+				settled = true
+			default:
+			}
+		}
+		if !settled {
+			t.Fatalf("closed=%v: the loop was not collected (its run's Future is not settled)", closed)
+		}
+		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "loop", "dropped")
+	}
+}

@@ -133,7 +133,8 @@ func (l *Loop) newRoot() *root {
 // gone, the chunks go back to the source directly.
 func reclaim(self weak.Pointer[Loop], m arena.Ref) {
 	if l := self.Value(); l != nil {
-		l.inbox.Push(inbound{mem: m})
+		l.dropped.Push(m)
+		l.dropping.Store(true)
 		l.wake()
 		return
 	}
@@ -143,8 +144,8 @@ func reclaim(self weak.Pointer[Loop], m arena.Ref) {
 // reclaimDead runs when a loop is collected: arenas whose reclaim was
 // queued but never handled go back to the source. (Reclaims that come
 // later find the loop gone and return their arenas themselves.)
-func reclaimDead(inbox *ringbuf.Queue[inbound]) {
-	inbox.Drain(func(in *inbound) { in.mem.Abandon() })
+func reclaimDead(dropped *ringbuf.Queue[arena.Ref]) {
+	dropped.Drain(func(m *arena.Ref) { m.Abandon() })
 }
 
 func (l *Loop) reclaimMem(m arena.Ref) {
