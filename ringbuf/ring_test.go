@@ -59,25 +59,80 @@ func TestRingEmptyPop(t *testing.T) {
 
 func TestRingWraparound(t *testing.T) {
 	r := NewRing[int](4)
+	runLaps(t, r, 10_000)
+	if _, ok := r.TryPop(); ok {
+		t.Fatal("ring not empty at end")
+	}
+}
+
+// runLaps pushes and pops laps rounds of 1 to Cap items through r, which
+// must be empty, so that varying fill levels move head and tail through
+// every slot offset: every item comes out once, in order, Len counts them,
+// and a full ring refuses a push.
+func runLaps(t *testing.T, r *Ring[int], laps int) {
+	t.Helper()
 	next, want := 0, 0
-	// Varying fill levels move head and tail through every slot offset.
-	for lap := range 10_000 {
-		for range lap%4 + 1 {
+	for lap := range laps {
+		k := lap%r.Cap() + 1
+		for range k {
 			if !r.TryPush(next) {
 				t.Fatalf("lap %d: TryPush(%d) failed", lap, next)
 			}
 			next++
 		}
-		for range lap%4 + 1 {
+		if k == r.Cap() && r.TryPush(-1) {
+			t.Fatalf("lap %d: TryPush on a full ring succeeded", lap)
+		}
+		if got := r.Len(); got != k {
+			t.Fatalf("lap %d: Len = %d, want %d", lap, got, k)
+		}
+		for range k {
 			v, ok := r.TryPop()
 			if !ok || v != want {
 				t.Fatalf("lap %d: TryPop = %d, %v; want %d", lap, v, ok, want)
 			}
 			want++
 		}
+		if !r.empty() {
+			t.Fatalf("lap %d: not empty", lap)
+		}
 	}
-	if _, ok := r.TryPop(); ok {
-		t.Fatal("ring not empty at end")
+}
+
+// startAt moves an empty ring's counters to pos, as if pos items had gone
+// through it.
+func startAt[T any](r *Ring[T], pos uint64) {
+	r.head.Store(pos)
+	r.tail.Store(pos)
+	for p := pos; p != pos+uint64(r.Cap()); p++ {
+		r.slots[p&r.mask].seq.Store(p)
+	}
+}
+
+// The positions and sequence numbers wrap past 2^64 with the ring full,
+// half full and empty, through the ring and through a Queue's overflow:
+// nothing is lost, repeated or reordered, and Len and Empty stay right.
+func TestRingCountersWrap(t *testing.T) {
+	r := NewRing[int](4)
+	startAt(r, 1<<64-6)
+	runLaps(t, r, 12)
+	if h := r.head.Load(); h >= 1<<63 {
+		t.Fatalf("head %d did not wrap", h)
+	}
+
+	q := NewQueue[int](4)
+	startAt(&q.ring, 1<<64-2)
+	for i := range 10 { // 4 in the ring across the wrap, 6 in the overflow
+		q.Push(i)
+	}
+	got := drainAll(q)
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("queue delivered %v", got)
+		}
+	}
+	if len(got) != 10 || !q.Empty() {
+		t.Fatalf("queue delivered %v, Empty = %v", got, q.Empty())
 	}
 }
 
