@@ -742,3 +742,163 @@ func TestSemClockGoesBack(t *testing.T) {
 		})
 	}
 }
+
+// The hand-over from other goroutines (Post, Resumer completions) in
+// orderings the other tests do not force: a wake that lands while Run
+// decides to sleep, many producers that yield mid-stream, and Posts racing
+// Close. A lost wake shows as a hang, which a generous deadline turns into
+// a failure with every goroutine's stack.
+
+// One Post or Resumer completion at a time, each made while Run goes idle
+// after the previous one, at varying points of its way to sleep: every
+// one wakes it.
+func TestSemHandoverWakesRunGoingToSleep(t *testing.T) {
+	rounds := 100_000
+	if raceEnabled || testing.Short() {
+		rounds = 10_000
+	}
+	l, _ := semLoop()
+	ran := make(chan struct{}, 1)
+	post := func() { ran <- struct{}{} }
+	resumers := make(chan vm.Resumer, 1)
+	root := l.NewSteps()
+	root.Loop(func(as vm.AsyncSteps) {
+		resumers <- as.Resumer()
+		as.WaitExternal()
+	})
+	root.Execute()
+	stop := semRunAsync(t, l)
+	defer stop()
+	for i := range rounds {
+		for range i % 5 { // land before, at and after Run raises sleeping
+			runtime.Gosched()
+		}
+		if i%2 == 0 {
+			if !l.Post(post) {
+				t.Fatal("Post on an open loop returned false")
+			}
+			semAwait(t, ran, "Post")
+			continue
+		}
+		if !semAwait(t, resumers, "the loop body's next iteration").Success() {
+			t.Fatalf("round %d: Resumer.Success returned false", i)
+		}
+	}
+}
+
+// 64 goroutines, yielding as they go, each post callbacks and complete
+// waiting steps through their Resumers, several pushes behind the ring's
+// capacity, while Run drains: each Post runs once, in its goroutine's
+// order, each flow ends once with its completion's value, and the loop
+// ends with nothing in use.
+func TestSemHandoverManyProducers(t *testing.T) {
+	const producers, per = 64, 40 // per producer: per posts and per flows
+	l, _ := semLoop()
+	resumers := make([]vm.Resumer, producers*per)
+	futures := make([]*vm.Future, producers*per)
+	for k := range futures {
+		root := l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			resumers[k] = as.Resumer()
+			as.WaitExternal()
+		})
+		futures[k] = root.Promise()
+	}
+	l.RunUntilIdle() // every flow waits, its Resumer handed out
+
+	var next [producers]int // loop goroutine only
+	outOfOrder := 0
+	posted := make(chan struct{})
+	var ran atomic.Int64
+	stop := semRunAsync(t, l)
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				if !l.Post(func() {
+					if next[p] != i {
+						outOfOrder++
+					}
+					next[p] = i + 1
+					if ran.Add(1) == producers*per {
+						close(posted)
+					}
+				}) {
+					panic("Post on an open loop returned false")
+				}
+				k := p*per + i
+				if !resumers[k].Success(vm.Int(int64(k))) {
+					panic("the first completion of a step was refused")
+				}
+				if i%3 == p%3 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	semAwait(t, posted, "the last Post")
+	for k, f := range futures {
+		semAwait(t, f.Done(), "a completed flow")
+		args, err := f.Wait(context.Background())
+		if err != nil || args.Int(0) != int64(k) {
+			t.Fatalf("flow %d: %v %v", k, args.Values(), err)
+		}
+	}
+	stop()
+	if outOfOrder != 0 {
+		t.Fatalf("%d posts ran out of their goroutine's order", outOfOrder)
+	}
+	semClean(t, l)
+}
+
+// Posts from many goroutines race Close while Run drives the loop: a Post
+// that returned true runs exactly once (by Run, or by hand on the closed
+// loop once Run has returned), and one that returned false never runs.
+func TestSemPostsRaceClose(t *testing.T) {
+	const producers, per = 16, 64
+	for round := range 40 {
+		l, _ := semLoop()
+		var ran [producers * per]int // Run's goroutine, then this one's
+		var accepted [producers * per]bool
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := range per {
+					k := p*per + i
+					accepted[k] = l.Post(func() { ran[k]++ })
+					if i%8 == 0 {
+						runtime.Gosched()
+					}
+				}
+			}()
+		}
+		done := make(chan error, 1)
+		go func() { done <- l.Run(context.Background()) }()
+		close(start)
+		for range round % 10 {
+			runtime.Gosched()
+		}
+		l.Close()
+		if err := semAwait(t, done, "Run after Close"); err != nil {
+			t.Fatalf("Run after Close = %v", err)
+		}
+		wg.Wait()
+		l.RunUntilIdle()
+		for k := range ran {
+			want := 0
+			if accepted[k] {
+				want = 1
+			}
+			if ran[k] != want {
+				t.Fatalf("round %d: post %d (accepted=%v) ran %d times", round, k, accepted[k], ran[k])
+			}
+		}
+	}
+}

@@ -132,6 +132,22 @@ func semDriveUntil(l *vm.Loop, ch <-chan struct{}) {
 	}
 }
 
+// semAwait waits for ch, failing t with a goroutine dump if nothing comes
+// within a deadline far beyond any scheduling delay.
+func semAwait[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	tm := time.NewTimer(30 * time.Second)
+	defer tm.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-tm.C:
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%s: nothing after 30s (a lost wake?)\n%s", what, buf[:runtime.Stack(buf, true)])
+		panic("unreachable")
+	}
+}
+
 // semRunAsync drives l with Run on a goroutine of its own. stop ends it and
 // waits for Run to return, so that what the loop wrote is visible to the
 // caller afterwards.
