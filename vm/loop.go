@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -189,13 +190,17 @@ func NewLoop(opts ...LoopOption) *Loop {
 // afterwards wait until the clock regained the time it lost, an hour late
 // for an hour set back. The loop's time stands still instead, and start
 // moves back with the clock: the timers count on from its new readings.
+// A reading more than 292 years after start (Sub saturates: the clock
+// came back from a reading of the zero time, say) is treated the same
+// way, or the loop's time would stay at the end of time, where no timer
+// armed afterwards is ever due.
 func (l *Loop) now() int64 {
 	if !l.custom {
 		return int64(time.Since(l.start))
 	}
 	c := l.clock.Now()
 	t := int64(c.Sub(l.start))
-	if t < l.last {
+	if t < l.last || t == math.MaxInt64 {
 		l.start = c.Add(-time.Duration(l.last))
 		return l.last
 	}

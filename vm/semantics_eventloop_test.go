@@ -743,6 +743,47 @@ func TestSemClockGoesBack(t *testing.T) {
 	}
 }
 
+// A clock that reads the zero time once (a clock whose source failed) is
+// read as one that went back two thousand years and came back: the
+// distance from the loop's start saturates each way. The loop's time
+// stands still over it, and timers go on counting; a step's timeout set
+// afterwards fires on time, where the loop's time used to stay saturated
+// for good and no timer set afterwards ever fired.
+func TestSemClockReadsZeroOnce(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
+	glitch := &glitchClock{ManualClock: clk}
+	l := vm.NewLoop(vm.WithClock(glitch))
+	var log semLog
+	glitch.zero = true
+	l.Deferred(time.Millisecond, func() { log.add("during") })
+	glitch.zero = false
+	clk.Advance(time.Millisecond)
+	l.RunUntilIdle()
+	l.Deferred(10*time.Millisecond, func() { log.add("deferred") })
+	l.Spawn(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(20 * time.Millisecond) },
+		func(_ vm.AsyncSteps, code string) { log.add("step %s", code) })
+	l.RunUntilIdle()
+	for range 20 {
+		clk.Advance(time.Millisecond)
+		l.RunUntilIdle()
+	}
+	semExpect(t, &log, "during", "deferred", "step Timeout")
+	semClean(t, l)
+}
+
+// glitchClock is a ManualClock that reads the zero time while zero is set.
+type glitchClock struct {
+	*vm.ManualClock
+	zero bool
+}
+
+func (c *glitchClock) Now() time.Time {
+	if c.zero {
+		return time.Time{}
+	}
+	return c.ManualClock.Now()
+}
+
 // The hand-over from other goroutines (Post, Resumer completions) in
 // orderings the other tests do not force: a wake that lands while Run
 // decides to sleep, many producers that yield mid-stream, and Posts racing
