@@ -82,7 +82,8 @@
 // Parse accepts only well-formed programs: names are declared before use,
 // Break and Continue are inside a loop with that label, terminal
 // statements end their block, no step both adds sub-steps and succeeds
-// or waits, and blocks nest at most 100 deep.
+// or waits, blocks nest at most 100 deep, and the statements that copy
+// statements copy, counted as they expand, number at most 1,048,576.
 //
 // # Example
 //

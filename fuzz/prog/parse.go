@@ -21,13 +21,19 @@ const (
 // the goroutine stack.
 const maxDepth = 100
 
+// maxCopied bounds the statements that copy statements copy, counted as
+// they expand: a model copied twice by another, copied twice by a third,
+// and so on, doubles with each model, and forty lines of them made the
+// harness build trillions of steps until memory ran out.
+const maxCopied = 1 << 20
+
 // Parse reads a program. A program that parses is well-formed: every name
 // it uses is declared before, every Break and Continue is inside a loop
 // with that label, terminal statements end their blocks, and no step both
 // adds sub-steps and succeeds or waits (the VM would report InternalError).
 // The error, if any, is a *SyntaxError.
 func Parse(src string) (prog *Program, err error) {
-	p := &parser{s: scanner{src: src, line: 1, col: 1}, names: map[string]string{}}
+	p := &parser{s: scanner{src: src, line: 1, col: 1}, names: map[string]string{}, sizes: map[string]int{}}
 	defer func() {
 		if r := recover(); r != nil {
 			se, ok := r.(*SyntaxError)
@@ -65,6 +71,9 @@ type parser struct {
 	names    map[string]string // declared name -> "root", "model" or "mutex"
 	root     string            // the root whose body is being read; "" in a model
 	depth    int               // blocks open
+	size     int               // statements read, each copy counted as what it copies
+	sizes    map[string]int    // model name -> its statements, copies expanded
+	copied   int               // statements that copies copy, in the whole program
 }
 
 func (p *parser) failAt(t token, format string, args ...any) {
@@ -146,8 +155,10 @@ func (p *parser) program() *Program {
 		case "model":
 			name := p.declName("model")
 			m := &Model{Name: name}
+			start := p.size
 			m.Body = p.block(inRoot, nil)
 			p.names[name] = "model"
+			p.sizes[name] = p.size - start
 			d = m
 		case "mutex", "throttle", "limiter":
 			name := p.declName(kw.text)
@@ -219,6 +230,7 @@ func (p *parser) block(ctx context, labels []string) []Stmt {
 			p.failAt(start, "statement after %s: it ends the block", keyword(terminal))
 		}
 		s := p.stmt(ctx, labels)
+		p.size++
 		switch s.(type) {
 		case *Success, *Wait:
 			if adders {
@@ -338,6 +350,10 @@ func (p *parser) stmt(ctx context, labels []string) Stmt {
 		t := p.ident("model name")
 		if p.names[t.text] != "model" {
 			p.failAt(t, "copy of %s, which is not a model declared before", t.text)
+		}
+		p.size += p.sizes[t.text]
+		if p.copied += p.sizes[t.text]; p.copied > maxCopied {
+			p.failAt(t, "copies expand to more than %d statements", maxCopied)
 		}
 		return &Copy{Model: t.text}
 	case "set":

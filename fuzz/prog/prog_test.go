@@ -1,6 +1,7 @@
 package prog
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -137,6 +138,31 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || err.Error() != c.err {
 			t.Errorf("Parse(%q) = %v, want %s", c.src, err, c.err)
 		}
+	}
+}
+
+// doublingModels declares n models, each copying the one before twice,
+// and a root that copies the last.
+func doublingModels(n int) string {
+	var b strings.Builder
+	b.WriteString("model m0 { step { print \"x\" } }\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "model m%d { copy m%d; copy m%d }\n", i, i-1, i-1)
+	}
+	fmt.Fprintf(&b, "root r { copy m%d }\n", n-1)
+	return b.String()
+}
+
+// TestParseCopiesBounded: copies are bounded as they expand, so that a
+// small file cannot make the harness build more steps than memory holds
+// (forty doubling models, 1.4 KB, took it to "out of memory").
+func TestParseCopiesBounded(t *testing.T) {
+	if _, err := Parse(doublingModels(17)); err != nil {
+		t.Fatalf("17 doubling models: %v", err)
+	}
+	_, err := Parse(doublingModels(40))
+	if err == nil || err.Error() != "19:18: copies expand to more than 1048576 statements" {
+		t.Fatalf("40 doubling models: %v", err)
 	}
 }
 
