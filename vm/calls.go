@@ -94,7 +94,8 @@ func (l *Loop) callFunc(fn func()) {
 // and leaving it to pop an empty run queue. A panic out of the handler
 // leaves the pass (callbacks run at its top level only): inPass goes down
 // with it, or timers set between passes would wait for the next pass to
-// start counting.
+// start counting, and the timers the pass staged are sealed, as its end
+// would have, or they would start counting only when the next pass began.
 func (l *Loop) panicHandler(p any) {
 	l.depth++
 	returned := false
@@ -102,6 +103,9 @@ func (l *Loop) panicHandler(p any) {
 		l.depth--
 		if !returned {
 			l.inPass = false
+			if l.wheel.Unsealed() {
+				l.wheel.Seal(l.now())
+			}
 		}
 	}()
 	l.onPanic(p)

@@ -515,6 +515,29 @@ func TestSemDeferredAfterHandlerPanicEscapes(t *testing.T) {
 	}
 }
 
+// A Deferred set in the pass that a panic out of the panic handler leaves
+// counts from when it was set, as it would had the pass ended: it used to
+// be sealed only by the next pass, and count from there.
+func TestSemDeferredBeforeHandlerPanicEscapes(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
+	l := vm.NewLoop(vm.WithClock(clk), vm.WithPanicHandler(func(p any) { panic(p) }))
+	fired := false
+	l.Immediate(func() {
+		l.Deferred(10*time.Millisecond, func() { fired = true })
+		panic("boom")
+	})
+	func() {
+		defer func() { _ = recover() }()
+		l.RunUntilIdle()
+	}()
+	clk.Advance(10 * time.Millisecond)
+	l.RunUntilIdle()
+	if !fired {
+		t.Fatal("the Deferred of 10ms has not fired 10ms after it was set")
+	}
+	semClean(t, l)
+}
+
 // A closed loop can still be driven by hand: its flows and callbacks run.
 func TestSemClosedLoopByHand(t *testing.T) {
 	l, _ := semLoop()
