@@ -26,12 +26,28 @@ type Options struct {
 // overwritten, a loop callback that panicked, or a run that did not settle
 // within lim.MaxPasses passes.
 func Run(p *prog.Program, lim prog.Limits, opt Options) (tr prog.Trace, err error) {
-	clock := vm.NewManualClock(time.Unix(1_700_000_000, 0))
+	return run(program(p), lim, opt, vm.NewManualClock(time.Unix(1_700_000_000, 0)), (*harness).drive)
+}
+
+// program loads p into a harness.
+func program(p *prog.Program) func(*harness) {
+	return func(h *harness) {
+		h.ids = prog.IDs(p)
+		h.load(p)
+	}
+}
+
+// run is Run of the roots that load sets up, on a loop that reads clock
+// (nil: the system clock; h.clock is clock if it is a ManualClock), driven
+// by drive: one that runs passes until every root completed, canceling
+// with sweep the roots left running once nothing can move them, and stops
+// once the trace is truncated.
+func run(load func(*harness), lim prog.Limits, opt Options, clock vm.Clock, drive func(*harness)) (tr prog.Trace, err error) {
+	manual, _ := clock.(*vm.ManualClock)
 	h := &harness{
-		ids:     prog.IDs(p),
 		lim:     lim,
 		opt:     opt,
-		clock:   clock,
+		clock:   manual,
 		byState: map[*vm.State]*rootRun{},
 		models:  map[string]vm.AsyncSteps{},
 		mutexes: map[string]vm.ISync{},
@@ -40,19 +56,23 @@ func Run(p *prog.Program, lim prog.Limits, opt Options) (tr prog.Trace, err erro
 	}
 	// The panic handler reaches the loop only through failed, not h.
 	failed := h.failed
-	h.loop = vm.NewLoop(vm.WithClock(clock), vm.WithPanicHandler(func(v any) {
+	opts := []vm.LoopOption{vm.WithPanicHandler(func(v any) {
 		if *failed == nil {
 			*failed = fmt.Errorf("a loop callback panicked: %v", v)
 		}
-	}))
+	})}
+	if clock != nil {
+		opts = append(opts, vm.WithClock(clock))
+	}
+	h.loop = vm.NewLoop(opts...)
 	defer func() {
 		if r := recover(); r != nil {
 			tr, err = h.out, fmt.Errorf("panic escaped the VM: %v\n%s", r, debug.Stack())
 		}
 	}()
 	defer h.dispose()
-	h.load(p)
-	h.drive()
+	load(h)
+	drive(h)
 	h.check()
 	if *h.failed != nil {
 		h.fail("%v", *h.failed)
