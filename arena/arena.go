@@ -169,8 +169,8 @@ func (a *Arena) Free(p unsafe.Pointer, size uintptr) {
 	a.count(-int64(classSize[c]))
 }
 
-// SmallSize is the largest block size that Reuse and Recycle serve: the
-// classes whose free-list heads an Arena holds inline.
+// SmallSize (64) is the largest block size that Reuse and Recycle serve:
+// the classes whose free-list heads an Arena holds inline.
 const SmallSize = inlineHeads * align
 
 // Reuse is the fast path of Alloc (which starts with it) for a block of at

@@ -3,7 +3,7 @@ package arena
 import "math/bits"
 
 // Chunk and size-class geometry. Every size here is a power of two or a
-// multiple of [align], so every block handed out is align-aligned.
+// multiple of align (16), so every block handed out is 16-byte aligned.
 const (
 	align      = 16           // alignment of every block
 	firstChunk = 256          // size of an arena's first chunk: a waiting flow costs little

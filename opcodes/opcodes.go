@@ -34,6 +34,8 @@ var opNames = [opCount]string{
 	OpRepeat: "repeat", OpIter: "iter", OpSync: "sync",
 }
 
+// String returns the operation's name ("exec", "parallel", ...), and
+// "op?" for a value that is not an operation.
 func (o Op) String() string {
 	if o < opCount {
 		return opNames[o]
@@ -65,7 +67,7 @@ const (
 // allocations the frame owns, StackOne each: the frame owns some when it
 // is not zero, and its end stops looking for them once it has found them
 // all. A count that reaches FlagStack stays there, and the end then looks
-// through every allocation of the run.
+// through every allocation of the frame's thread.
 const (
 	StackOne  Flags = 1 << 8
 	FlagStack Flags = 0xff << 8 // the count's bits, and its saturated value
@@ -94,8 +96,8 @@ const (
 // Operands of wide nodes:
 //   - OpRoot, OpBranch: A holds the thread's innermost frame (see
 //     [Operands.Top]), B the thread's wake token, which invalidates a
-//     scheduled continuation when bumped. The vm keeps the run's Stack
-//     allocations in an OpRoot's spare half.
+//     scheduled continuation when bumped. The vm keeps the Stack
+//     allocations of the thread's frames in the spare half.
 //   - OpExec with native words: A and B, until the step runs.
 //   - OpParallel: A counts running branches.
 //   - OpRepeat: A is the next iteration index, B the count.

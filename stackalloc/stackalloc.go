@@ -2,10 +2,10 @@
 // exactly as long as the step that asked for it, carved from the root's
 // arena instead of the GC heap.
 //
-// A List records live allocations of an arena, newest first, each
-// tagged with its owner (the vm names the owning frame by its link and
-// stamp).
-// When a step ends, the vm takes its allocations off the list newest first,
+// A List records live allocations from an arena, newest first, each
+// tagged with its owner (the vm keeps a List per thread of a flow, the
+// root's and each parallel branch's, and names the owning frame by its
+// link and stamp). When a step ends, the vm takes its allocations off the list newest first,
 // runs their destroy callbacks, and frees them: the innermost-first order
 // FTN12 asks of destructors.
 //
@@ -32,7 +32,7 @@ type header struct {
 
 const headerSize = unsafe.Sizeof(header{})
 
-// List is the set of live allocations of one arena. The zero List is empty.
+// List is a set of live allocations from one arena. The zero List is empty.
 // A List is used by one goroutine at a time, like its arena.
 type List struct{ head *header }
 

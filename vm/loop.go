@@ -25,8 +25,8 @@ import (
 // One pass of the loop runs the immediate work queued when the pass starts
 // (a callback, or one step of a flow), then the timers that are due. A flow
 // whose next step is ready while nothing else is queued keeps running in
-// the same pass, up to inlineBudget steps, so a lone flow does not pay a
-// queue round trip per step.
+// the same pass, up to 256 steps, so a lone flow does not pay a queue
+// round trip per step.
 type Loop struct {
 	clock  Clock
 	custom bool         // clock is not the system clock

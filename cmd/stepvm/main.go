@@ -22,11 +22,16 @@
 //	  --benchtime D        time per side and workload (default 1s)
 //	  --run REGEXP         only the workloads whose name matches
 //	  --cpuprofile FILE    write a CPU profile
-//	  --memprofile FILE    write an allocation profile
+//	  --memprofile FILE    write an allocation profile (not the CPU
+//	                       profile's file)
+//	stepvm help            print the usage
 //
-// A bad command line or a bad file gives a one-line error and exit status
-// 2; a run whose traces diverge, or whose VM breaks an invariant, exits
-// with status 1.
+// Flags take one dash or two and may follow FILE. A file must be a step
+// program with a root, of at most 16 MiB (package fuzz/prog bounds its
+// nesting and what its copies expand to). A bad command line or a bad file
+// gives a one-line error and exit status 2; a run whose traces diverge,
+// whose VM breaks an invariant, or a benchmark that fails exits with
+// status 1.
 package main
 
 import (
