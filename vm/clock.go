@@ -32,6 +32,7 @@ type ManualClock struct {
 // NewManualClock returns a clock reading start.
 func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
 
+// Now returns the clock's reading: start plus every Advance so far.
 func (c *ManualClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -26,6 +26,7 @@ const (
 // errors.Is matches two *Error values on Code alone.
 type Error struct{ Code, Info string }
 
+// Error returns the code, and ": " and the info when there is one.
 func (e *Error) Error() string {
 	if e.Info == "" {
 		return e.Code
@@ -64,6 +65,7 @@ var ErrCanceled = errors.New("stepvm: the flow was canceled")
 // a value that is not an *Error.
 type PanicError struct{ Value any }
 
+// Error returns "panic: " and the panic value as fmt prints it.
 func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
 
 // Unwrap returns the panic value when it is an error.

@@ -20,7 +20,9 @@ type Resumer struct {
 }
 
 // Resumer returns the step's completion token. It does not make the step
-// wait: call WaitExternal or SetTimeout as well.
+// wait: call WaitExternal or SetTimeout as well. Where it may be called is
+// as for SetTimeout; misuse returns the zero Resumer, whose calls return
+// false.
 func (as AsyncSteps) Resumer() Resumer {
 	if f := as.foreign(); f != nil {
 		f.Misuse("Resumer is not supported on a foreign flow")

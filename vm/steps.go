@@ -565,6 +565,9 @@ func (as AsyncSteps) unconfigurable(what string) Foreign {
 
 // SetTimeout makes the step fail with Timeout unless it completes within
 // d; a second call replaces the first. It disables implicit success.
+// From the step's error handler, on a step whose sub-steps run, or
+// through a handle that is not a running step's, it is misuse
+// (InternalError).
 func (as AsyncSteps) SetTimeout(d time.Duration) {
 	n, ok := as.configurable()
 	if !ok {
@@ -594,7 +597,7 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 
 // SetCancel sets the function that cancels what the step waits for; it runs
 // when the flow is canceled, times out, or fails past this step. It
-// disables implicit success.
+// disables implicit success. Where it may be called is as for SetTimeout.
 func (as AsyncSteps) SetCancel(fn CancelFunc) {
 	n, ok := as.configurable()
 	if !ok {
@@ -617,7 +620,8 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 }
 
 // WaitExternal disables implicit success: the step waits until Success or
-// Error is called on it (FTN12 1.6).
+// Error is called on it (FTN12 1.6). Where it may be called is as for
+// SetTimeout.
 func (as AsyncSteps) WaitExternal() {
 	if n, ok := as.running("WaitExternal"); ok {
 		n.Flags |= opcodes.FlagWait
@@ -668,7 +672,8 @@ func (r *root) refuseStart(what string) {
 }
 
 // Cancel cancels a running root: cancel handlers run innermost first, and
-// no further step runs. The flow's Future reports ErrCanceled.
+// no further step runs. The flow's Future reports ErrCanceled. Cancel of a
+// root that is not running does nothing.
 func (as AsyncSteps) Cancel() {
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {

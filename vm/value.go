@@ -10,6 +10,8 @@ import (
 // Kind is the type held by a Value.
 type Kind uint8
 
+// The kinds of Value, one per constructor (Int, Uint, Float, Bool, Str,
+// Bytes, Any).
 const (
 	KindNone Kind = iota // the zero Value, and Args.Get past Len
 	KindInt
@@ -23,6 +25,8 @@ const (
 
 var kindNames = [...]string{"none", "int", "uint", "float", "bool", "string", "bytes", "any"}
 
+// String returns the kind's name ("int", "string", ...), and "kind?" for
+// a value that is not a kind.
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
@@ -39,9 +43,16 @@ type Value struct {
 	kind Kind
 }
 
-func Int(v int64) Value     { return Value{num: uint64(v), kind: KindInt} }
-func Uint(v uint64) Value   { return Value{num: v, kind: KindUint} }
+// Int returns a Value of KindInt.
+func Int(v int64) Value { return Value{num: uint64(v), kind: KindInt} }
+
+// Uint returns a Value of KindUint.
+func Uint(v uint64) Value { return Value{num: v, kind: KindUint} }
+
+// Float returns a Value of KindFloat.
 func Float(v float64) Value { return Value{num: math.Float64bits(v), kind: KindFloat} }
+
+// Bool returns a Value of KindBool.
 func Bool(v bool) Value {
 	var n uint64
 	if v {
@@ -49,6 +60,9 @@ func Bool(v bool) Value {
 	}
 	return Value{num: n, kind: KindBool}
 }
+
+// Str returns a Value of KindString that shares v's bytes, without
+// allocating.
 func Str(v string) Value {
 	return Value{ptr: unsafe.Pointer(unsafe.StringData(v)), num: uint64(len(v)), kind: KindString}
 }
@@ -66,6 +80,7 @@ func Any(v any) Value {
 	return Value{ptr: unsafe.Pointer(&v), kind: KindAny}
 }
 
+// Kind returns the kind of the value.
 func (v Value) Kind() Kind { return v.kind }
 
 // Int returns the value as int64: ints and uints as they are, floats
@@ -88,6 +103,8 @@ func (v Value) Uint() uint64 {
 	return uint64(v.Int())
 }
 
+// Float returns the value as float64: floats as they are, ints, uints and
+// bools converted, and 0 for other kinds.
 func (v Value) Float() float64 {
 	switch v.kind {
 	case KindFloat:
@@ -237,6 +254,7 @@ func (b *argBuf) clear() {
 // the sender.)
 type Args struct{ b *argBuf }
 
+// Len returns the number of values, at most MaxArgs.
 func (a Args) Len() int {
 	if a.b == nil {
 		return 0
@@ -252,14 +270,27 @@ func (a Args) Get(i int) Value {
 	return a.b.v[i]
 }
 
-func (a Args) Int(i int) int64     { return a.Get(i).Int() }
-func (a Args) Uint(i int) uint64   { return a.Get(i).Uint() }
+// Int is Get(i).Int(): 0 when i is out of range.
+func (a Args) Int(i int) int64 { return a.Get(i).Int() }
+
+// Uint is Get(i).Uint(): 0 when i is out of range.
+func (a Args) Uint(i int) uint64 { return a.Get(i).Uint() }
+
+// Float is Get(i).Float(): 0 when i is out of range.
 func (a Args) Float(i int) float64 { return a.Get(i).Float() }
-func (a Args) Bool(i int) bool     { return a.Get(i).Bool() }
+
+// Bool is Get(i).Bool(): false when i is out of range.
+func (a Args) Bool(i int) bool { return a.Get(i).Bool() }
+
+// String is Get(i).String(): "" when i is out of range.
 func (a Args) String(i int) string { return a.Get(i).String() }
+
+// BytesAt is Get(i).Bytes(): nil when i is out of range.
 func (a Args) BytesAt(i int) []byte {
 	return a.Get(i).Bytes()
 }
+
+// Any is Get(i).Any(): nil when i is out of range.
 func (a Args) Any(i int) any { return a.Get(i).Any() }
 
 // Values copies the values out.
