@@ -83,7 +83,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		err = usagef("unknown command %q (want run, demo or bench)", args[0])
+		err = usagef("unknown command %q (want run, demo, bench or help)", args[0])
 	}
 	if err == nil {
 		return exitOK

@@ -119,7 +119,7 @@ func TestErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"frobnicate"}, exitUsage, `stepvm: unknown command "frobnicate" (want run, demo or bench)`},
+		{[]string{"frobnicate"}, exitUsage, `stepvm: unknown command "frobnicate" (want run, demo, bench or help)`},
 		{[]string{"run"}, exitUsage, "stepvm: run wants one file, got 0"},
 		{[]string{"run", "a", "b"}, exitUsage, "stepvm: run wants one file, got 2"},
 		{[]string{"run", "--nope", "a"}, exitUsage, "stepvm: flag provided but not defined: -nope"},
