@@ -3,6 +3,8 @@ package vm
 import (
 	"context"
 	"errors"
+	"runtime"
+	"weak"
 )
 
 // Future is the result of a root run through Promise (FTN12 1.13).
@@ -118,9 +120,10 @@ func (f *Future) resolve(args Args, err error) {
 
 // Await adds a step that runs fn on its own goroutine and succeeds with its
 // value (FTN12 1.13). fn's context is canceled when the step is canceled or
-// times out. A *Error from fn keeps its code (a nil one is InternalError,
-// as a panic with it is); any other error becomes InternalError with the
-// error's text as ErrorInfo; a panic in fn becomes InternalError as well.
+// times out, or when the loop, dropped by the program, is collected. A
+// *Error from fn keeps its code (a nil one is InternalError, as a panic
+// with it is); any other error becomes InternalError with the error's text
+// as ErrorInfo; a panic in fn becomes InternalError as well.
 func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError ...ErrorFunc) AsyncSteps {
 	if fn == nil {
 		as.misuse("Await with a nil function")
@@ -130,9 +133,23 @@ func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError 
 		ctx, cancel := context.WithCancel(context.Background())
 		res := as.Resumer()
 		as.SetCancel(func(AsyncSteps) { cancel() })
+		// fn's goroutine holds the loop weakly, and the loop's collection
+		// cancels ctx: a loop the program drops while fn waits for ctx is
+		// collected (which settles the Future) and the goroutine ends.
+		var self weak.Pointer[Loop]
+		var dropped runtime.Cleanup
+		if res.l != nil {
+			self = weak.Make(res.l)
+			dropped = runtime.AddCleanup(res.l, func(c context.CancelFunc) { c() }, cancel)
+			res.l = nil
+		}
 		go func() {
 			defer cancel()
 			v, err := awaitCall(fn, ctx)
+			dropped.Stop()
+			if res.l = self.Value(); res.l == nil {
+				return // the loop is gone, and the Future with it settled
+			}
 			if err == nil {
 				res.Success(v)
 				return

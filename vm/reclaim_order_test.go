@@ -1,6 +1,8 @@
 package vm_test
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -557,17 +559,27 @@ func dropLoopWithPromise() *vm.Future {
 // with InternalError once the loop is collected.
 func TestDroppedLoopSettlesItsFutures(t *testing.T) {
 	f := dropLoopWithPromise()
-	for range 100 {
+	if !settledByCollection(f) {
+		t.Fatal("the Future of a run in a collected loop is not settled")
+	}
+	semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "loop", "dropped")
+}
+
+// settledByCollection runs collections until f is settled, for at most 100
+// rounds, and reports whether it was.
+func settledByCollection(f *vm.Future) bool {
+	for i := 0; ; i++ {
 		select {
 		case <-f.Done():
-			semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "loop", "dropped")
-			return
+			return true
 		default:
+		}
+		if i == 100 {
+			return false
 		}
 		runtime.GC()
 		runtime.Gosched()
 	}
-	t.Fatal("the Future of a run in a collected loop is not settled")
 }
 
 //go:noinline
@@ -590,19 +602,53 @@ func dropLoopWithPendingPost(closed bool) *vm.Future {
 func TestDroppedLoopWithPendingPostIsCollected(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		f := dropLoopWithPendingPost(closed)
-		settled := false
-		for i := 0; i < 100 && !settled; i++ {
-			runtime.GC()
-			runtime.Gosched()
-			select {
-			case <-f.Done():
-				settled = true
-			default:
-			}
-		}
-		if !settled {
+		if !settledByCollection(f) {
 			t.Fatalf("closed=%v: the loop was not collected (its run's Future is not settled)", closed)
 		}
 		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "loop", "dropped")
+	}
+}
+
+//go:noinline
+func dropLoopWithAwait(closed bool, ctxErr chan<- error) *vm.Future {
+	l, _ := semLoop()
+	as := l.NewSteps()
+	started := make(chan struct{})
+	as.Await(func(ctx context.Context) (vm.Value, error) {
+		close(started)
+		<-ctx.Done()
+		ctxErr <- ctx.Err()
+		return vm.Int(1), nil
+	})
+	f := as.Promise()
+	semDriveUntil(l, started)
+	if closed {
+		l.Close()
+	}
+	return f
+}
+
+// A loop dropped, closed or not, while an Await function waits for its
+// context is collected all the same: the context is canceled, the
+// function's goroutine ends, and the Future of its run is settled.
+func TestDroppedLoopWithAwaitIsCollected(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		before := runtime.NumGoroutine()
+		ctxErr := make(chan error, 1)
+		f := dropLoopWithAwait(closed, ctxErr)
+		if !settledByCollection(f) {
+			t.Fatalf("closed=%v: the loop was not collected (its run's Future is not settled)", closed)
+		}
+		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "loop", "dropped")
+		if err := semAwait(t, ctxErr, "the Await function's return"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("closed=%v: ctx.Err() = %v", closed, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			t.Fatalf("closed=%v: %d goroutines, %d before", closed, n, before)
+		}
 	}
 }
