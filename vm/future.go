@@ -123,7 +123,8 @@ func (f *Future) resolve(args Args, err error) {
 // times out, or when the loop, dropped by the program, is collected. A
 // *Error from fn keeps its code (a nil one is InternalError, as a panic
 // with it is); any other error becomes InternalError with the error's text
-// as ErrorInfo; a panic in fn becomes InternalError as well.
+// as ErrorInfo; a panic in fn, or a runtime.Goexit, becomes InternalError
+// as well.
 func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError ...ErrorFunc) AsyncSteps {
 	if fn == nil {
 		as.misuse("Await with a nil function")
@@ -144,26 +145,37 @@ func (as AsyncSteps) Await(fn func(ctx context.Context) (Value, error), onError 
 			res.l = nil
 		}
 		go func() {
-			defer cancel()
-			v, err := awaitCall(fn, ctx)
-			dropped.Stop()
-			if res.l = self.Value(); res.l == nil {
-				return // the loop is gone, and the Future with it settled
-			}
-			if err == nil {
-				res.Success(v)
-				return
-			}
-			var e *Error
-			if errors.As(err, &e) {
-				e = RaisedError(e) // a nil *Error returned as an error is one
-				res.Error(e.Code, e.Info)
-			} else {
-				res.Error(InternalError, err.Error())
-			}
+			// The step completes from a deferred call, which runs also
+			// when fn ends the goroutine (runtime.Goexit) without
+			// returning: err stays errAwaitExit then.
+			var v Value
+			err := errAwaitExit
+			defer func() {
+				cancel()
+				dropped.Stop()
+				if res.l = self.Value(); res.l == nil {
+					return // the loop is gone, and the Future with it settled
+				}
+				if err == nil {
+					res.Success(v)
+					return
+				}
+				var e *Error
+				if errors.As(err, &e) {
+					e = RaisedError(e) // a nil *Error returned as an error is one
+					res.Error(e.Code, e.Info)
+				} else {
+					res.Error(InternalError, err.Error())
+				}
+			}()
+			v, err = awaitCall(fn, ctx)
 		}()
 	}, onError...)
 }
+
+// errAwaitExit fails the step of an Await function that ended its
+// goroutine (runtime.Goexit, as t.FailNow does) instead of returning.
+var errAwaitExit error = &Error{Code: InternalError, Info: "the Await function called runtime.Goexit instead of returning"}
 
 func awaitCall(fn func(context.Context) (Value, error), ctx context.Context) (v Value, err error) {
 	defer func() {

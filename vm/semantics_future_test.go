@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -226,4 +227,25 @@ func TestSemAwaitContextCanceled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An Await function that ends its goroutine with runtime.Goexit (as
+// t.FailNow does) instead of returning fails its step with InternalError,
+// as a panic does: the flow does not wait for a value that never comes.
+func TestSemAwaitGoexit(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var log semLog
+	root.Await(func(context.Context) (vm.Value, error) {
+		runtime.Goexit()
+		return vm.Int(1), nil
+	}, func(as vm.AsyncSteps, code string) { log.add("handler %s", code) })
+	root.Add(log.step("next never"))
+	f := root.Promise()
+	stop := semRunAsync(t, l)
+	semAwait(t, f.Done(), "the flow of an Await whose function called Goexit")
+	stop()
+	semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "Goexit")
+	semExpect(t, &log, "handler InternalError")
+	semClean(t, l)
 }
