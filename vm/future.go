@@ -103,8 +103,14 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 // nothing could deliver any more, reports InternalError once the collector
 // has reclaimed the root (or the loop). Call Wait from another goroutine
 // than the loop's, or once Done is closed: the loop must run for it to
-// return.
+// return. A ctx done first ends the wait with ctx.Err(); a Future settled
+// before the call reports its result, whatever ctx is.
 func (f *Future) Wait(ctx context.Context) (Args, error) {
+	select {
+	case <-f.done: // first: select picks at random among ready cases
+		return f.args, f.err
+	default:
+	}
 	select {
 	case <-f.done:
 		return f.args, f.err

@@ -96,6 +96,25 @@ func TestSemFutureDoneAndWait(t *testing.T) {
 	}
 }
 
+// A settled Future reports its result to every Wait, even one whose
+// context is done: a canceled context or one past its deadline.
+func TestSemFutureWaitSettledWithDoneContext(t *testing.T) {
+	l, _, f, res := semResumerWait()
+	res.Success(vm.Int(3))
+	l.RunUntilIdle()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	for range 100 {
+		for _, ctx := range []context.Context{canceled, expired} {
+			if a, err := f.Wait(ctx); err != nil || a.Int(0) != 3 {
+				t.Fatalf("Wait on a settled Future = %v, %v", a.Values(), err)
+			}
+		}
+	}
+}
+
 // Await succeeds with the function's value, run on another goroutine.
 func TestSemAwaitSuccess(t *testing.T) {
 	l, _ := semLoop()
