@@ -190,18 +190,22 @@ func NewLoop(opts ...LoopOption) *Loop {
 // afterwards wait until the clock regained the time it lost, an hour late
 // for an hour set back. The loop's time stands still instead, and start
 // moves back with the clock: the timers count on from its new readings.
-// A reading more than 292 years after start (Sub saturates: the clock
-// came back from a reading of the zero time, say) is treated the same
-// way, or the loop's time would stay at the end of time, where no timer
-// armed afterwards is ever due.
+// A reading more than 292 years before start (Sub saturates: a clock whose
+// source failed read the zero time, say) leaves start where it is: moved
+// that far back, start would put the next good reading past the end of
+// the loop's time, where no timer armed afterwards is ever due. The
+// loop's time itself ends 292 years after start: a clock moved past that
+// fires every pending timer, and a timer armed then never fires.
 func (l *Loop) now() int64 {
 	if !l.custom {
 		return int64(time.Since(l.start))
 	}
 	c := l.clock.Now()
 	t := int64(c.Sub(l.start))
-	if t < l.last || t == math.MaxInt64 {
-		l.start = c.Add(-time.Duration(l.last))
+	if t < l.last {
+		if t != math.MinInt64 {
+			l.start = c.Add(-time.Duration(l.last))
+		}
 		return l.last
 	}
 	l.last = t

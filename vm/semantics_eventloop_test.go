@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -965,4 +966,19 @@ func TestSemPostsRaceClose(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A clock moved past the end of the loop's time (292 years after its
+// start) fires every pending timer: the move is forward, however far.
+func TestSemClockJumpsPastTheEnd(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	l.Deferred(time.Hour, func() { log.add("hour") })
+	l.Spawn(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(24 * time.Hour) },
+		func(_ vm.AsyncSteps, code string) { log.add("step %s", code) })
+	l.RunUntilIdle()
+	clk.Advance(time.Duration(math.MaxInt64))
+	l.RunUntilIdle()
+	semExpect(t, &log, "hour", "step Timeout")
+	semClean(t, l)
 }
