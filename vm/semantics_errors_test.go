@@ -437,7 +437,9 @@ func swallow(f func()) {
 // A step function (or error handler, or loop body) that recovers the panic
 // with which Error, Break or Continue unwind and then returns has broken
 // their contract: its flow ends with InternalError, not as the step's code
-// would have it (implicit success, a wait, sub-steps, a new code).
+// would have it (implicit success, a wait, sub-steps, a new code), and so
+// has one that raises again after it: the new code or Break is not what
+// the flow ends with.
 func TestSemSwallowedUnwindingIsInternalError(t *testing.T) {
 	after := func(log *semLog) vm.ExecFunc { return log.step("after") }
 	for _, tc := range []struct {
@@ -472,6 +474,37 @@ func TestSemSwallowedUnwindingIsInternalError(t *testing.T) {
 		{"Error in an error handler", func(root vm.AsyncSteps, log *semLog) {
 			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") },
 				func(as vm.AsyncSteps, code string) { swallow(func() { as.Error("F") }) })
+			root.Add(after(log))
+		}},
+		{"Error then Error", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				swallow(func() { as.Error("E") })
+				as.Error("F")
+			})
+			root.Add(after(log))
+		}},
+		{"Error then Error in an error handler", func(root vm.AsyncSteps, log *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("E") },
+				func(as vm.AsyncSteps, code string) {
+					swallow(func() { as.Error("F") })
+					as.Error("G")
+				})
+			root.Add(after(log))
+		}},
+		{"Break then Error in a Repeat", func(root vm.AsyncSteps, log *semLog) {
+			root.Repeat(3, func(as vm.AsyncSteps, i int) {
+				log.add("iteration %d", i)
+				swallow(func() { as.Break() })
+				as.Error("E")
+			})
+			root.Add(after(log))
+		}},
+		{"Error then Break in a Repeat", func(root vm.AsyncSteps, log *semLog) {
+			root.Repeat(3, func(as vm.AsyncSteps, i int) {
+				log.add("iteration %d", i)
+				swallow(func() { as.Error("E") })
+				as.Break()
+			})
 			root.Add(after(log))
 		}},
 		{"Break in a Repeat", func(root vm.AsyncSteps, log *semLog) {

@@ -794,6 +794,10 @@ func TestSemMisuseSwallowedByRecoverAll(t *testing.T) {
 			as.Success()
 			as.Success()
 		}},
+		{"Add nil, then Error", "nil", func(_ *vm.Loop, _, as vm.AsyncSteps, _ *semLog) {
+			swallow(func() { as.Add(nil) })
+			as.Error("Other")
+		}},
 		{"Add on the running root", "running root", func(_ *vm.Loop, root, _ vm.AsyncSteps, log *semLog) {
 			root.Add(log.step("added"))
 		}},

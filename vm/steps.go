@@ -169,9 +169,19 @@ func (l *Loop) raiseMisuse(info string) {
 // raiseInCall panics with p, which the VM acts on, out of the function
 // being called. Inside the call of a frame's function or error handler it
 // also keeps p until that call returns (takeRaised), so that the call's
-// flow fails even if the function recovers the panic and returns.
+// flow fails even if the function recovers the panic and returns. An
+// Error, Break or Continue after what the same call raised before has not
+// let that reach the VM either: the first misuse report, or InternalError
+// for a swallowed unwinding, stays what the flow fails with, not the new
+// code or a loop's Break.
 func (l *Loop) raiseInCall(p any) {
 	if l.inCall != 0 {
+		if _, again := p.(*unwinding); again && l.raisedIn == l.inCall {
+			p = l.raised
+			if _, ok := p.(*unwinding); ok {
+				p = &Error{Code: InternalError, Info: "Error, Break or Continue after Error, Break or Continue: " + swallowedInfo}
+			}
+		}
 		l.raised, l.raisedIn = p, l.inCall
 	}
 	panic(p)
