@@ -90,8 +90,9 @@
 // the root's main thread). Misuse in setting up a root that does not run
 // (Add(nil) on it, Success through its handle) has no flow to fail yet:
 // the root's next run fails, before any of its steps, with the first such
-// report, and so does a run of steps copied from it (Clone, CopyFrom): the
-// report is queued as a step. From a cancel handler or a destroy callback, misuse is only
+// report made on it, and so does a run of steps copied from it (Clone,
+// CopyFrom): the report is queued as a step, behind any report made on the
+// copy itself. From a cancel handler or a destroy callback, misuse is only
 // recorded as the named flow's LastException.
 //
 // # Loops
