@@ -40,6 +40,10 @@ var classSize = func() (s [numClasses]uintptr) {
 	return s
 }()
 
+// BlockSize returns the size of the block Alloc hands out for size bytes,
+// 1 <= size <= 16 KiB (larger ones get a chunk of their own).
+func BlockSize(size uintptr) uintptr { return classSize[classOf(size)] }
+
 // classOf returns the class of a block of 1 <= size <= maxClass bytes.
 // It is branch-light and table-free because it sits on the hot path.
 func classOf(size uintptr) int {

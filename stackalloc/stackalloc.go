@@ -36,6 +36,10 @@ const headerSize = unsafe.Sizeof(header{})
 // A List is used by one goroutine at a time, like its arena.
 type List struct{ head *header }
 
+// Bytes returns what Alloc asks of the arena for size bytes: the size with
+// its header.
+func Bytes(size uintptr) uintptr { return headerSize + size }
+
 // Alloc returns size zeroed bytes from a, 16-byte aligned, owned by owner.
 // destroy is stored with the allocation and handed back by Take.
 func (l *List) Alloc(a *arena.Arena, size uintptr, owner uint64, destroy uint32) unsafe.Pointer {

@@ -355,3 +355,45 @@ func TestSemStackFreedWhenStepEnds(t *testing.T) {
 	root.Release()
 	semClean(t, l)
 }
+
+// Stack memory never takes a block of a node's size: a node's freed block
+// serves the next allocation of its class, and Stack bytes there (the
+// list's header, or the user's) would stand where a stale handle of that
+// node reads its stamp. StackRaw(0)'s header once matched the stamp of an
+// ended sub-step, whose handle was then valid again.
+func TestSemStaleHandleOverStackMemory(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		for _, size := range []int{0, 8, 16, 20, 32, 48} {
+			l, _ := semLoop()
+			var stale []vm.AsyncSteps
+			keep := func(as vm.AsyncSteps, _ vm.Args) { stale = append(stale, as) }
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				for range 100 {
+					if wide {
+						as.Parallel().Add(keep) // a parallel step is a wide node
+					} else {
+						as.Add(keep)
+					}
+				}
+			})
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				for range 300 {
+					as.StackRaw(size, func(unsafe.Pointer) {})
+				}
+				for i, h := range stale {
+					if h.Valid() {
+						t.Errorf("StackRaw(%d) after %d ended steps (wide %v): the handle of step %d is valid", size, len(stale), wide, i)
+					}
+				}
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			if _, err := f.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			root.Release()
+			semClean(t, l)
+		}
+	}
+}

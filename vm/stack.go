@@ -3,6 +3,7 @@ package vm
 import (
 	"unsafe"
 
+	"github.com/stepvm/stepvm/arena"
 	"github.com/stepvm/stepvm/opcodes"
 	"github.com/stepvm/stepvm/stackalloc"
 )
@@ -30,10 +31,26 @@ func Stack[T any](as AsyncSteps) *T {
 	list := r.l.stackList(r, n)
 	if stackalloc.HasPointers[T]() {
 		p := new(T)
-		list.Alloc(&r.a, 0, ownStack(n), r.put(p)) // the slot keeps p until n ends
+		list.Alloc(&r.a, stackSize(0), ownStack(n), r.put(p)) // the slot keeps p until n ends
 		return p
 	}
-	return stackalloc.New[T](list, &r.a, ownStack(n), 0)
+	var zero T
+	return (*T)(list.Alloc(&r.a, stackSize(unsafe.Sizeof(zero)), ownStack(n), 0))
+}
+
+// stackSize is what to ask a Stack list for size bytes: never a block of a
+// node's size. A node's block, once freed, serves the next allocation of
+// its class; held by Stack memory, its bytes (the list's header, or the
+// user's) would stand where a stale handle of that node reads its stamp
+// (Node.Seq), and could match it: the handle would be valid again, and a
+// call through it would take Stack memory for a frame.
+func stackSize(size uintptr) uintptr {
+	if t := stackalloc.Bytes(size); t <= arena.SmallSize {
+		if b := arena.BlockSize(t); b == opcodes.NodeSize || b == opcodes.WideSize {
+			return size + (b - t) + 16 // the next class up
+		}
+	}
+	return size
 }
 
 // StackRaw returns size zeroed bytes of arena memory that live as long as
@@ -85,7 +102,7 @@ func (r *root) frameAlloc(n *Node, size int, destroy func(unsafe.Pointer)) unsaf
 	if destroy != nil {
 		d = r.put(destroy)
 	}
-	return r.l.stackList(r, n).Alloc(&r.a, uintptr(size), ownStack(n), d)
+	return r.l.stackList(r, n).Alloc(&r.a, stackSize(uintptr(size)), ownStack(n), d)
 }
 
 // stackList returns the list of frame n's thread, which its allocations go
