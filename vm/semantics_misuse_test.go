@@ -1008,24 +1008,3 @@ func TestSemMisuseFromOutsideFailsTheStep(t *testing.T) {
 		})
 	}
 }
-
-// A copy of a root whose set-up was misused carries the report, queued as
-// a step: the copy's run fails with it too, before any of its steps.
-func TestSemMisuseReportIsCopied(t *testing.T) {
-	l, _ := semLoop()
-	ran := 0
-	model := l.NewSteps()
-	model.Add(func(vm.AsyncSteps, vm.Args) { ran++ })
-	model.Add(nil)
-	c := model.Clone()
-	f := c.Promise()
-	l.RunUntilIdle()
-	_, err := f.Wait(t.Context())
-	var e *vm.Error
-	if !errors.As(err, &e) || e.Code != vm.InternalError || !strings.Contains(e.Info, "nil step function") || ran != 0 {
-		t.Fatalf("clone: err %v, %d steps ran; want the report, none", err, ran)
-	}
-	c.Release()
-	model.Release()
-	semClean(t, l)
-}
