@@ -200,7 +200,7 @@ func (l *Loop) now() int64 {
 	if !l.custom {
 		return int64(time.Since(l.start))
 	}
-	c := l.clock.Now()
+	c := l.readClock()
 	t := int64(c.Sub(l.start))
 	if t < l.last {
 		if t != math.MinInt64 {
@@ -210,6 +210,23 @@ func (l *Loop) now() int64 {
 	}
 	l.last = t
 	return t
+}
+
+// readClock reads the custom clock. A panic out of it leaves the pass
+// that read it, if any, for the pass's caller: inPass goes down with it,
+// as in panicHandler, or timers set between passes would wait for the next
+// pass's reading to start counting. The timers the pass staged stay
+// staged: the next pass seals them.
+func (l *Loop) readClock() time.Time {
+	read := false
+	defer func() {
+		if !read {
+			l.inPass = false
+		}
+	}()
+	c := l.clock.Now()
+	read = true
+	return c
 }
 
 // callback kinds.
@@ -291,26 +308,31 @@ func (l *Loop) Deferred(d time.Duration, fn func()) Handle {
 		l.misuse(nil, "Deferred with a nil function")
 		return Handle{}
 	}
+	var now int64
+	if !l.inPass { // the reading comes first: a clock that panics leaves no record behind
+		now = l.now()
+	}
 	slot, cb := l.newCallback(cbDeferred)
 	cb.fn = fn
-	l.arm(slot, cb, d)
+	l.arm(slot, cb, d, now)
 	return Handle{l, slot, cb.gen}
 }
 
-// arm schedules the timer of callback slot to fire d from now. During a
-// pass the deadline waits for the end of the pass (wheel.AddAfter), which
-// reads the clock once for every timer set during the pass (wheel.Seal);
-// arming later than asked only moves the deadline later, so timers still
-// never fire early, and a pass whose timers were all stopped reads no clock.
+// arm schedules the timer of callback slot to fire d from now, the loop's
+// time, read by the caller when no pass is running. During a pass the
+// deadline waits for the end of the pass (wheel.AddAfter), which reads the
+// clock once for every timer set during the pass (wheel.Seal); arming
+// later than asked only moves the deadline later, so timers still never
+// fire early, and a pass whose timers were all stopped reads no clock.
 // SetTimeout takes the first case in line.
-func (l *Loop) arm(slot uint32, cb *callback, d time.Duration) {
+func (l *Loop) arm(slot uint32, cb *callback, d time.Duration, now int64) {
 	d = max(d, 0)
 	data := timerData(slot, cb)
 	if l.inPass {
 		cb.tm = l.wheel.AddAfter(int64(d), data)
 		return
 	}
-	cb.tm = l.wheel.Add(wheel.After(l.now(), int64(d)), data) // nothing will seal it soon
+	cb.tm = l.wheel.Add(wheel.After(now, int64(d)), data) // nothing will seal it soon
 }
 
 // timerData is the data of the timer of callback slot: the slot and its

@@ -514,3 +514,19 @@ func TestRetainDroppedTurns(t *testing.T) {
 		}
 	}
 }
+
+// A Deferred whose clock reading panics schedules nothing: the panic
+// reaches its caller, and the callback goes with it. It used to stay in
+// the loop's table, never to run or be freed.
+func TestRetainDeferredWhoseClockPanics(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
+	faulty := &panicClock{ManualClock: clk}
+	l := vm.NewLoop(vm.WithClock(faulty))
+	p := newRetProbe()
+	faulty.failIn(t, func() {
+		o := p.obj("deferred")
+		l.Deferred(time.Millisecond, func() { use(o) })
+	})
+	p.expect(t, "after the panic", []string{"deferred"})
+	semClean(t, l)
+}

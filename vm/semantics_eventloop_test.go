@@ -982,3 +982,53 @@ func TestSemClockJumpsPastTheEnd(t *testing.T) {
 	semExpect(t, &log, "hour", "step Timeout")
 	semClean(t, l)
 }
+
+// A custom clock that panics leaves the pass that read it, the panic
+// reaching the pass's caller. A timer set between passes afterwards counts
+// from when it is set, as it would after any pass: the pass no longer
+// counts as running. It used to, so the timer waited for the next pass to
+// read the clock and fired that much late.
+func TestSemClockPanicsAtThePassEnd(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
+	faulty := &panicClock{ManualClock: clk}
+	l := vm.NewLoop(vm.WithClock(faulty))
+	var log semLog
+	l.Spawn(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(time.Hour) },
+		func(_ vm.AsyncSteps, code string) { log.add("step %s", code) })
+	faulty.failIn(t, l.RunUntilIdle)
+	l.Deferred(10*time.Millisecond, func() { log.add("deferred") })
+	clk.Advance(10 * time.Millisecond)
+	l.RunUntilIdle()
+	semExpect(t, &log, "deferred")
+	clk.Advance(time.Hour)
+	l.RunUntilIdle()
+	semExpect(t, &log, "deferred", "step Timeout")
+	semClean(t, l)
+}
+
+// panicClock is a ManualClock that panics while fail is set.
+type panicClock struct {
+	*vm.ManualClock
+	fail bool
+}
+
+// failIn runs fn with the clock failing, and fails t unless the clock's
+// panic comes out of fn.
+func (c *panicClock) failIn(t *testing.T, fn func()) {
+	t.Helper()
+	c.fail = true
+	defer func() {
+		c.fail = false
+		if p := recover(); p != "clock failed" {
+			t.Fatalf("recovered %v, want the clock's panic", p)
+		}
+	}()
+	fn()
+}
+
+func (c *panicClock) Now() time.Time {
+	if c.fail {
+		panic("clock failed")
+	}
+	return c.ManualClock.Now()
+}

@@ -602,7 +602,7 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 		e.tm = l.wheel.AddAfter(int64(max(d, 0)), timerData(uint32(n.Next), e))
 		return
 	}
-	l.arm(uint32(n.Next), e, d)
+	l.arm(uint32(n.Next), e, d, l.now()) // a panicking clock fails the step, whose frame keeps e
 }
 
 // SetCancel sets the function that cancels what the step waits for; it runs
