@@ -114,7 +114,8 @@ type Handle struct {
 type LoopOption func(*Loop)
 
 // WithClock makes the loop read time from c; a *ManualClock makes every
-// timer deterministic.
+// timer deterministic. A nil c leaves the system clock. NewLoop skips nil
+// options.
 func WithClock(c Clock) LoopOption {
 	return func(l *Loop) { l.clock = c }
 }
@@ -155,7 +156,12 @@ const (
 func NewLoop(opts ...LoopOption) *Loop {
 	l := &Loop{clock: systemClock{}, wakeCh: make(chan struct{}, 1), acct: new(arena.Account), poolMax: DefaultRootPool}
 	for _, o := range opts {
-		o(l)
+		if o != nil {
+			o(l)
+		}
+	}
+	if mc, ok := l.clock.(*ManualClock); l.clock == nil || ok && mc == nil {
+		l.clock = systemClock{}
 	}
 	_, system := l.clock.(systemClock)
 	l.custom = !system

@@ -1032,3 +1032,29 @@ func (c *panicClock) Now() time.Time {
 	}
 	return c.ManualClock.Now()
 }
+
+// NewLoop takes nil for what it is: no option, and WithClock(nil) (or a
+// nil *ManualClock) the system clock. They used to crash NewLoop.
+func TestSemNilLoopOptions(t *testing.T) {
+	for name, opts := range map[string][]vm.LoopOption{
+		"nil option":        {nil},
+		"nil clock":         {vm.WithClock(nil)},
+		"nil manual clock":  {vm.WithClock((*vm.ManualClock)(nil))},
+		"nil panic handler": {vm.WithPanicHandler(nil)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := vm.NewLoop(opts...)
+			defer l.Close()
+			ran := false
+			l.Deferred(0, func() { ran = true })
+			l.Immediate(func() { panic("counted") })
+			deadline := time.Now().Add(10 * time.Second)
+			for !ran && time.Now().Before(deadline) {
+				l.RunUntilIdle()
+			}
+			if !ran || l.Stats().Panics != 1 {
+				t.Fatalf("ran %v, stats %+v", ran, l.Stats())
+			}
+		})
+	}
+}
