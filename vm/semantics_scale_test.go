@@ -494,18 +494,10 @@ func TestSemScaleParallelStackEnds(t *testing.T) {
 func TestSemScalePooledRootKeepsNoLargeTables(t *testing.T) {
 	const width, vars = 10_000, 100_000
 	l, _ := semLoop()
-	heap := func() int64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
-	before := heap()
+	before := semHeap()
 	root := l.NewSteps()
 	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		for i := range vars {
-			as.State().Set(fmt.Sprint("k", i), i)
-		}
+		semSetVars(as, vars)
 		for i := range width {
 			as.Loop(func(as vm.AsyncSteps) { as.Break() }, fmt.Sprint("L", i))
 		}
@@ -521,10 +513,7 @@ func TestSemScalePooledRootKeepsNoLargeTables(t *testing.T) {
 	if slots, stack := vm.PooledTables(l); slots > 64 || stack > 64 {
 		t.Fatalf("a pooled root keeps room for %d slots and %d AsyncStack entries or labels; want at most 64 each", slots, stack)
 	}
-	// The variables' map alone took several megabytes.
-	if grown := heap() - before; grown > 2<<20 {
-		t.Fatalf("the heap is %d KiB larger after the root went back to the pool", grown>>10)
-	}
+	semHeapKept(t, before)
 	// The pooled root still serves small flows.
 	again := l.NewSteps()
 	again.Add(func(as vm.AsyncSteps, _ vm.Args) { as.State().Set("k", 1); as.Success(vm.Int(2)) })
@@ -535,4 +524,60 @@ func TestSemScalePooledRootKeepsNoLargeTables(t *testing.T) {
 	}
 	again.Release()
 	semClean(t, l)
+}
+
+// semHeap returns the bytes the Go heap holds after a collection.
+func semHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// semHeapKept fails t if the Go heap holds more than 2 MiB more than
+// before, once a root whose state variables took several megabytes has
+// gone back to the pool.
+func semHeapKept(t *testing.T, before int64) {
+	t.Helper()
+	if grown := semHeap() - before; grown > 2<<20 {
+		t.Fatalf("the heap is %d KiB larger after the root went back to the pool", grown>>10)
+	}
+}
+
+// semSetVars sets n state variables, k0 on, to their numbers.
+func semSetVars(as vm.AsyncSteps, n int) {
+	for i := range n {
+		as.State().Set(fmt.Sprint("k", i), i)
+	}
+}
+
+// A flow that set 100,000 state variables and unset them again, all or
+// all but 64, leaves the map no larger than its variables to the pool: a
+// map keeps its table when its entries are deleted.
+func TestSemScalePooledRootKeepsNoUnsetVariables(t *testing.T) {
+	const vars = 100_000
+	for _, kept := range []int{0, 64} {
+		t.Run(fmt.Sprint(kept), func(t *testing.T) {
+			l, _ := semLoop()
+			before := semHeap()
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				semSetVars(as, vars)
+				for i := kept; i < vars; i++ {
+					as.State().Unset(fmt.Sprint("k", i))
+				}
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			semOK(t, f)
+			root.Release()
+			semHeapKept(t, before)
+			again := l.NewSteps() // the pooled root
+			if keys := again.State().Keys(); len(keys) != 0 {
+				t.Fatalf("the pooled root kept variables %q", keys)
+			}
+			again.Release()
+			semClean(t, l)
+		})
+	}
 }

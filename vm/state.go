@@ -22,6 +22,9 @@ type State struct {
 	labels    []string // loop labels by slot number
 	foreign   Foreign  // non-nil: the root is a stand-in for a foreign flow (foreign.go)
 	misused   bool     // the root's set-up was misused: its next run fails (misuseIdle)
+	// shrunk: a variable was Unset while more than pooledSlots were set.
+	// The map keeps the table it grew to, which reset must drop.
+	shrunk bool
 
 	// native is what a foreign-function binding attached to the root
 	// (SetNativeRootValue). Kept here rather than in the root, which most
@@ -50,7 +53,12 @@ func (s *State) Exists(key string) bool {
 }
 
 // Unset removes variable key.
-func (s *State) Unset(key string) { delete(s.vars, key) }
+func (s *State) Unset(key string) {
+	if len(s.vars) > pooledSlots {
+		s.shrunk = true
+	}
+	delete(s.vars, key)
+}
 
 // Keys returns the names of the variables, in no particular order.
 func (s *State) Keys() []string {
@@ -109,10 +117,10 @@ func (s *State) recordPanic(v any) {
 func (s *State) reset() {
 	// What one large run grew is dropped rather than kept for the next
 	// (a pooled root keeps its State): a map keeps its buckets when
-	// cleared.
+	// cleared, and when its variables are Unset (shrunk).
 	switch {
-	case len(s.vars) > pooledSlots:
-		s.vars = nil
+	case len(s.vars) > pooledSlots || s.shrunk:
+		s.vars, s.shrunk = nil, false
 	case len(s.vars) != 0:
 		clear(s.vars)
 	}
