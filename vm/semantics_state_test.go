@@ -315,3 +315,69 @@ func TestSemCloneReusesOwnRootFromItsStep(t *testing.T) {
 		})
 	}
 }
+
+// The next user of a pooled root finds nothing of the previous one's State
+// (variables, ErrorInfo, LastException, AsyncStack), however that one
+// ended: failed and released; released while it waited, its cancel
+// handler and destroy callback writing variables and panicking during the
+// Release; released from its own error handler; spawned and failed, its
+// handler panicking.
+func TestSemPooledRootStateIsClean(t *testing.T) {
+	const addr = 1<<48 - 1 // RootID's root frame address, without the epoch
+	fails := func(as vm.AsyncSteps, _ vm.Args) {
+		as.State().Set("step", 1)
+		as.Loop(func(as vm.AsyncSteps) {
+			as.Add(func(vm.AsyncSteps, vm.Args) { panic(&vm.Error{Code: "P", Info: "p"}) })
+		}, "L")
+	}
+	for _, how := range []string{"failed", "released while waiting", "released from its handler", "spawned"} {
+		t.Run(how, func(t *testing.T) {
+			l, _ := semLoop()
+			var old uint64
+			switch how {
+			case "spawned":
+				l.Spawn(func(as vm.AsyncSteps, a vm.Args) {
+					old = vm.RootID(vm.RootOf(as))
+					fails(as, a)
+				}, func(vm.AsyncSteps, string) { panic("handler") })
+				l.RunUntilIdle()
+			default:
+				root := l.NewSteps()
+				old = vm.RootID(root)
+				switch how {
+				case "failed":
+					root.Add(fails)
+				case "released while waiting":
+					root.Add(fails, func(as vm.AsyncSteps, _ string) { as.Success() })
+					root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.StackRaw(8, func(unsafe.Pointer) { root.State().Set("destroy", 1); panic("destroy") })
+						as.SetCancel(func(as vm.AsyncSteps) { as.State().Set("cancel", 1); panic("cancel") })
+					})
+				case "released from its handler":
+					root.Add(fails, func(as vm.AsyncSteps, _ string) {
+						as.State().Set("handler", 1)
+						root.Release()
+					})
+				}
+				f := root.Promise()
+				l.RunUntilIdle()
+				if how != "released from its handler" {
+					root.Release()
+				}
+				semResult(t, f)
+			}
+			next := l.NewSteps()
+			if vm.RootID(next)&addr != old&addr {
+				t.Fatal("the next root is not the pooled one")
+			}
+			st := next.State()
+			if keys := st.Keys(); len(keys) != 0 || st.ErrorInfo() != "" || st.LastException() != nil || len(st.AsyncStack()) != 0 {
+				t.Fatalf("the pooled root's State: variables %q, ErrorInfo %q, LastException %v, AsyncStack %d entries",
+					keys, st.ErrorInfo(), st.LastException(), len(st.AsyncStack()))
+			}
+			next.Release()
+			semNextRootWorks(t, l)
+			semClean(t, l)
+		})
+	}
+}
