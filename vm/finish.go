@@ -19,7 +19,11 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	l.endEpoch(r)
 	if r.spawned { // the release cancels a run the end hook restarts
 		if r.reports(code) {
+			epoch := r.rootEpoch
 			l.report(r, args, code, canceled)
+			if r.rootEpoch != epoch { // the end hook released r: once is enough
+				return
+			}
 		}
 		l.release(r)
 		return

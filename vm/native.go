@@ -88,9 +88,12 @@ func RootOf(as AsyncSteps) AsyncSteps {
 // handle. A flow is the main thread of a root (a root's own handle names
 // it too) or one parallel branch, which FTN12 1.11.4 has sync primitives
 // treat as separate owners, as the reference implementation's rootId
-// does. Identifiers are distinct for flows alive at the same time and for
-// successive uses of a pooled root or of a branch's memory. A foreign
-// handle gets 0: its stand-in root is the same for every foreign flow.
+// does. Identifiers are distinct for flows alive at the same time. They
+// tell successive uses of a pooled root, or of a branch's memory, apart by
+// 16 bits of a stamp (the address takes the other 48), so the identifier
+// of a flow that has ended may come back after 2^16 uses of its root, or
+// a branch's after as many steps of its run. A foreign handle gets 0: its
+// stand-in root is the same for every foreign flow.
 func RootID(as AsyncSteps) uint64 {
 	if !as.nativeValid() {
 		return 0
