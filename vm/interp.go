@@ -260,7 +260,7 @@ func returnedLive(r *root, th *Node, as AsyncSteps, p any) bool {
 // the sub-steps it added, or completes it implicitly (FTN12 1.6) unless it
 // waits for an external event.
 func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
-	if l.raised != nil {
+	if l.raised != nil || p != nil {
 		p = l.takeRaised(p, as.n)
 	}
 	if r.runEpoch != as.epoch || th.Seq != thSeq {

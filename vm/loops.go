@@ -164,10 +164,7 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 	returned := false
 	defer func() {
 		if !returned { // as in callExec
-			p = recover()
-			if l.raised != nil {
-				p = l.takeRaised(p, as.n)
-			}
+			p = recover() // after takes what the iteration raised
 			// live may still be an earlier iteration's, which ended at
 			// once: iterate would schedule the sub-steps this one added
 			// and drop what it raised.

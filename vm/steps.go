@@ -190,10 +190,12 @@ func (l *Loop) raiseInCall(p any) {
 // takeRaised returns what the call of frame n that has just returned
 // raised: p, or, if the function recovered what it raised for the VM and
 // went on, an InternalError saying so. What a call nested in n's raised
-// (another flow's error handler, say) waits for that call's return.
+// (another flow's error handler, say) waits for that call's return. Its
+// callers call it whenever the call panicked: an unwinding sentinel that
+// the loop did not raise in that call is another loop's (see strayInfo).
 func (l *Loop) takeRaised(p any, n *Node) any {
 	if l.raisedIn != frameID(n) {
-		return p
+		return stray(p)
 	}
 	q := l.raised
 	l.raised, l.raisedIn = nil, 0
@@ -205,6 +207,24 @@ func (l *Loop) takeRaised(p any, n *Node) any {
 	}
 	return q // a misuse report
 }
+
+// stray returns p, what a call panicked with that the loop did not raise
+// in it, or, for an unwinding sentinel, an InternalError saying strayInfo.
+func stray(p any) any {
+	if _, ok := p.(*unwinding); ok {
+		return &Error{Code: InternalError, Info: strayInfo}
+	}
+	return p
+}
+
+// strayInfo fails a call that an unwinding of another loop passed through:
+// Error, Break or Continue through the handle of a step of another loop,
+// whose call is further down the Go stack, from code this call ran (a step
+// of that loop completes a waiting step of this one, whose error handler
+// raises through the first step's handle). Its code or label is in the
+// other loop's registers, not in this one's pend, which holds a stale one;
+// the other flow fails as one whose function swallowed its Error.
+const strayInfo = "Error, Break or Continue of a step of another loop, whose call is further down the stack, unwound this call"
 
 // swallowedInfo says what a function that swallows the VM's unwinding did
 // wrong. (A C function that Go calls directly, not through ffi's step
@@ -503,7 +523,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 	if frameID(n) == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
 		l.pend.code = code
 		if n.Flags&opcodes.FlagCanceling != 0 {
-			panic(unwindError)
+			l.raiseInCall(unwindError) // recorded, when called from an error handler, as its own
 		}
 		r.st().recordError(code, inf)
 		l.raiseInCall(unwindError)

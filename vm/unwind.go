@@ -71,7 +71,7 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	prev := l.enter(frameID(f))
 	p := l.callError(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch}, code)
 	l.leave(prev)
-	if l.raised != nil {
+	if l.raised != nil || p != nil {
 		p = l.takeRaised(p, f)
 	}
 	pd := l.pend
