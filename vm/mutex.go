@@ -1,6 +1,10 @@
 package vm
 
-import "github.com/stepvm/stepvm/opcodes"
+import (
+	"sync/atomic"
+
+	"github.com/stepvm/stepvm/opcodes"
+)
 
 // Mutex lets at most max flows into its critical sections at a time (FTN12
 // 1.11.1, 2.3); the others wait in strict FIFO order. A flow is a root's
@@ -19,10 +23,15 @@ import "github.com/stepvm/stepvm/opcodes"
 //
 // A Mutex belongs to the loop of the first flow that enters it: like the
 // flows themselves it is used from that loop's goroutine only, and a flow
-// of another loop that syncs on it fails with InternalError. A Mutex must
-// not be copied after first use.
+// of another loop that syncs on it fails with InternalError, without
+// reading what that loop's goroutine writes. A Mutex must not be copied
+// after first use.
 type Mutex struct {
-	l *Loop
+	// l is the loop the Mutex belongs to, nil until a flow enters it.
+	// Flows of two loops may enter a new Mutex at once, each on its loop's
+	// goroutine: l is the one field that those of another loop read, and
+	// only the first to set it binds the Mutex.
+	l atomic.Pointer[Loop]
 	// ref is the Mutex's number in l's mutexTable, which each frame that
 	// holds a place keeps in its A.
 	ref      uint64
@@ -66,7 +75,7 @@ func (m *Mutex) Stats() SyncStats {
 // enter admits the thread of OpSync frame n, just pushed (n.Ops().B becomes
 // syncHeld or syncPassed), queues it (syncQueued), or refuses it.
 func (m *Mutex) enter(l *Loop, r *root, n *Node) refusal {
-	if m.inside == 0 && m.l == l {
+	if m.l.Load() == l && m.inside == 0 { // l first: another loop's flow reads nothing else
 		// Free: no re-entry to look for, nobody waits. The uncontended
 		// Sync takes only this path.
 		m.inside, n.Ops().A, n.Ops().B = 1, m.ref, syncHeld
@@ -78,11 +87,8 @@ func (m *Mutex) enter(l *Loop, r *root, n *Node) refusal {
 
 // contend is enter when the Mutex is taken, or not bound to a loop yet.
 func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
-	if m.l != l {
-		if m.l != nil {
-			return refusedMutexLoop
-		}
-		m.bind(l)
+	if m.l.Load() != l && !m.bind(l) {
+		return refusedMutexLoop
 	}
 	if m.inside > 0 && m.heldBy(r, at(n.Parent)) {
 		n.Ops().B = syncPassed
@@ -105,8 +111,14 @@ func (m *Mutex) contend(l *Loop, r *root, n *Node) refusal {
 	return accepted
 }
 
-// bind makes m l's.
-func (m *Mutex) bind(l *Loop) { m.l, m.ref = l, l.mutexes.bind(m) }
+// bind makes m l's, unless m is a loop's already.
+func (m *Mutex) bind(l *Loop) bool {
+	if !m.l.CompareAndSwap(nil, l) {
+		return false
+	}
+	m.ref = l.mutexes.bind(m)
+	return true
+}
 
 // heldBy reports whether a frame from f down to its thread's base holds m:
 // the thread re-enters. Frames of a parallel step's thread are below the
