@@ -26,7 +26,8 @@ type Limiter struct {
 	throttle *Throttle
 }
 
-// NewLimiter returns a Limiter of loop l with the limits o.
+// NewLimiter returns a Limiter of loop l with the limits o. Any goroutine
+// may call it, as it may NewMutex and NewThrottle.
 func NewLimiter(l *Loop, o LimiterOptions) *Limiter {
 	switch {
 	case l == nil:

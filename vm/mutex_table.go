@@ -1,6 +1,9 @@
 package vm
 
-import "weak"
+import (
+	"sync"
+	"weak"
+)
 
 // mutexTable names the Mutexes bound to a loop by a number that a frame
 // holding a place keeps in its A (see Mutex.ref). A root the program
@@ -17,7 +20,13 @@ import "weak"
 // about twice the Mutexes alive. An entry's generation, bumped on reuse,
 // keeps the number a frame of a root collected with its Mutex from naming
 // the entry's next Mutex.
+//
+// NewLimiter binds its Mutex where it is called, which may be another
+// goroutine than the loop's, while the loop's flows bind Mutexes they
+// enter first: mu guards the table. Both happen once per Mutex, as does a
+// lookup, once per dropped root.
 type mutexTable struct {
+	mu      sync.Mutex
 	entries []mutexEntry
 	free    []uint32 // entries whose Mutex was collected
 	bound   int      // binds since the last sweep
@@ -31,6 +40,8 @@ type mutexEntry struct {
 // bind returns m's number: the entry's index + 1 in the low half, its
 // generation (never 0) in the high half.
 func (t *mutexTable) bind(m *Mutex) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.bound++; len(t.free) == 0 && t.bound >= max(16, len(t.entries)/2) {
 		t.sweep()
 	}
@@ -57,6 +68,8 @@ func (t *mutexTable) sweep() {
 // lookup returns the Mutex numbered ref, or nil when it was collected
 // (with the root whose frame names it) or ref names none.
 func (t *mutexTable) lookup(ref uint64) *Mutex {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	i := uint32(ref) - 1 // 0, no number, wraps past every entry
 	if i >= uint32(len(t.entries)) || t.entries[i].gen != uint32(ref>>32) {
 		return nil

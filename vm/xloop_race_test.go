@@ -172,3 +172,36 @@ func TestXLoopMutexFirstEntryRace(t *testing.T) {
 		}
 	}
 }
+
+// NewLimiter binds the Limiter's Mutex to its loop where it is called: a
+// goroutine that makes Limiters for a loop that Run drives meanwhile, whose
+// flows enter new Mutexes (which bind them too), must not write what the
+// loop's goroutine reads. Each flow then enters a Limiter made for it.
+func TestXLoopNewLimiterWhileLoopRuns(t *testing.T) {
+	l, clk := semLoop()
+	stop := semRunAsync(t, l)
+	const n = 200
+	lims := make(chan *vm.Limiter, n)
+	go func() {
+		for range n {
+			lims <- vm.NewLimiter(l, vm.LimiterOptions{Rate: 1000, Period: time.Millisecond})
+		}
+	}()
+	entered := 0
+	fs := xlFlows(t, l, n, func(root vm.AsyncSteps) {
+		root.Sync(vm.NewMutex(1, 0), func(vm.AsyncSteps, vm.Args) {})
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Sync(<-lims, func(vm.AsyncSteps, vm.Args) { entered++ })
+		})
+	})
+	if got := xlWait(t, fs, vm.InternalError); got != 0 {
+		t.Fatalf("%d flows failed", got)
+	}
+	clk.Advance(time.Second) // the Limiters' periods end
+	xlNoTimers(t, l)
+	stop()
+	semClean(t, l)
+	if entered != n {
+		t.Fatalf("%d flows entered their Limiter, want %d", entered, n)
+	}
+}
