@@ -137,3 +137,49 @@ func TestSemXLoopCancelingHandleFromNestedHandler(t *testing.T) {
 	y.Release()
 	semClean(t, l)
 }
+
+// A step of loop B releases a running root of loop A; A's cancel handler,
+// which the release runs inside B's step, completes B's step through its
+// handle with a value, and a flow of A started meanwhile from B's step
+// takes A's pooled root: B goes on with the value, A's first flow is
+// canceled and the second runs in A's next pass.
+func TestSemXLoopReleaseRunsCancelHandlerThatCompletes(t *testing.T) {
+	la, _ := semLoop()
+	lb, _ := semLoop()
+	var log semLog
+	var bStep vm.AsyncSteps
+	a := la.NewSteps()
+	a.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(vm.AsyncSteps) {
+			log.add("A cancel")
+			bStep.Success(vm.Int(7))
+		})
+	})
+	fa := a.Promise()
+	la.RunUntilIdle()
+	var a2 vm.AsyncSteps
+	var f2 *vm.Future
+	b := lb.NewSteps()
+	b.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		bStep = as
+		as.WaitExternal()
+		a.Release()
+		a2 = la.NewSteps()
+		a2.Add(log.step("A2 step"))
+		f2 = a2.Promise()
+	})
+	b.Add(func(as vm.AsyncSteps, args vm.Args) { log.add("B got %d", args.Int(0)) })
+	fb := b.Promise()
+	lb.RunUntilIdle()
+	la.RunUntilIdle()
+	semExpect(t, &log, "A cancel", "B got 7", "A2 step")
+	if _, err := semResult(t, fa); err != vm.ErrCanceled {
+		t.Fatalf("A: %v, want ErrCanceled", err)
+	}
+	semOK(t, fb)
+	semOK(t, f2)
+	a2.Release()
+	b.Release()
+	semClean(t, la)
+	semClean(t, lb)
+}

@@ -205,3 +205,89 @@ func TestXLoopNewLimiterWhileLoopRuns(t *testing.T) {
 		t.Fatalf("%d flows entered their Limiter, want %d", entered, n)
 	}
 }
+
+// Steps of loop A hand their Resumers to steps of loop B, both loops run
+// by Run: B's steps complete them once, twice, or fail them, while A's
+// roots are canceled, released and time out meanwhile; then A is closed
+// with steps still waiting, B completes those, and A, iterated by hand,
+// ends them. Every flow of A ends once, by the first completion or its
+// end, and both loops are back to zero.
+func TestXLoopResumersFromOtherLoopsSteps(t *testing.T) {
+	la, clkA := semLoop()
+	lb, _ := semLoop()
+	stopA, stopB := semRunAsync(t, la), semRunAsync(t, lb)
+	const n = 300
+	ress := make(chan vm.Resumer, n)
+	roots := make(chan vm.AsyncSteps, n)
+	build := func(root vm.AsyncSteps) {
+		roots <- root
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			ress <- as.Resumer()
+			as.SetTimeout(time.Duration(1+len(ress)%5) * time.Millisecond)
+		})
+		root.Add(func(as vm.AsyncSteps, a vm.Args) { as.Success(vm.Int(a.Int(0) + 1)) })
+	}
+	complete := func(ress <-chan vm.Resumer) func(vm.AsyncSteps) {
+		k := 0 // lb's goroutine's
+		return func(root vm.AsyncSteps) {
+			k++
+			i := k
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				r := <-ress
+				switch i % 3 {
+				case 0:
+					r.Success(vm.Int(1))
+				case 1:
+					r.Error("Bad", "from B")
+				}
+				if i%3 != 2 && r.Success(vm.Int(9)) {
+					t.Error("a Resumer completed twice")
+				}
+			})
+		}
+	}
+	fa := xlFlows(t, la, n, build)
+	poked := make(chan struct{})
+	go func() {
+		defer close(poked)
+		for i := range n {
+			r := <-roots
+			switch {
+			case i%7 == 0:
+				la.Post(func() { r.Cancel() })
+			case i%11 == 0:
+				la.Post(func() { r.Release() })
+			case i%13 == 0:
+				clkA.Advance(time.Millisecond)
+			}
+		}
+	}()
+	xlWait(t, xlFlows(t, lb, n, complete(ress)), "")
+	<-poked
+	// Steps left waiting when A is closed.
+	late := xlFlows(t, la, 10, build)
+	for len(ress) < len(late) { // their steps have run and wait
+		time.Sleep(time.Millisecond)
+	}
+	la.Close()
+	stopA()
+	for range late {
+		<-roots
+	}
+	xlWait(t, xlFlows(t, lb, len(late), complete(ress)), "")
+	stopB()
+	clkA.Advance(time.Hour)
+	la.RunUntilIdle()
+	for _, f := range append(fa, late...) {
+		args, err := semResult(t, f)
+		e, _ := err.(*vm.Error)
+		switch {
+		case err == nil && args.Int(0) == 2:
+		case err == vm.ErrCanceled, e != nil && (e.Code == "Bad" || e.Code == vm.Timeout):
+		default:
+			t.Fatalf("flow of A ended with %v %v", args.Values(), err)
+		}
+	}
+	semClean(t, la)
+	semClean(t, lb)
+}
