@@ -61,6 +61,10 @@ var (
 // It is not an *Error, so no error code a flow raises can match it.
 var ErrCanceled = errors.New("stepvm: the flow was canceled")
 
+// ErrLoopRunning is what Run returns when another goroutine's Run drives
+// the loop: a loop has one driver at a time.
+var ErrLoopRunning = errors.New("stepvm: the loop is already run by another goroutine")
+
 // PanicError is the LastException of a flow whose user code panicked with
 // a value that is not an *Error.
 type PanicError struct{ Value any }

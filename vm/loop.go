@@ -65,6 +65,7 @@ type Loop struct {
 	wakeCh chan struct{}
 	closed atomic.Bool
 	owner  atomic.Int64 // goroutine id for IsSameThread
+	runs   atomic.Bool  // Run drives the loop
 	driven bool
 
 	onPanic func(any)
@@ -588,8 +589,18 @@ func (l *Loop) RunUntilIdle() {
 
 // Run drives the loop until ctx is done (returning ctx.Err()) or Close is
 // called (returning nil), sleeping while nothing is due. A Post, a Resumer
-// or, with a ManualClock, Advance wakes it.
+// or, with a ManualClock, Advance wakes it. While it runs, a Run from
+// another goroutine returns ErrLoopRunning at once (RunUntilIdle and
+// Iterate are not checked: they must not be called from other goroutines
+// than the loop's).
 func (l *Loop) Run(ctx context.Context) error {
+	if !l.runs.CompareAndSwap(false, true) {
+		if goid() != l.owner.Load() {
+			return ErrLoopRunning // before reading anything the running one writes
+		}
+		l.nestedPass() // from a callback of the Run that drives the loop
+	}
+	defer l.runs.Store(false)
 	if l.depth > 0 { // before the returns below, which would hide the misuse
 		l.nestedPass()
 	}

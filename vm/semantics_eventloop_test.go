@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"runtime"
 	"sync"
@@ -1056,5 +1057,33 @@ func TestSemNilLoopOptions(t *testing.T) {
 				t.Fatalf("ran %v, stats %+v", ran, l.Stats())
 			}
 		})
+	}
+}
+
+// A second Run while one drives the loop from another goroutine returns
+// ErrLoopRunning at once, reading nothing the first one writes; the first
+// goes on. Two Runs used to drive the loop from two goroutines at once.
+func TestSemRunWhileRunning(t *testing.T) {
+	l, _ := semLoop()
+	started := make(chan struct{})
+	if !l.Post(func() { close(started) }) {
+		t.Fatal("Post refused")
+	}
+	stop := semRunAsync(t, l)
+	<-started
+	if err := l.Run(context.Background()); !errors.Is(err, vm.ErrLoopRunning) {
+		t.Fatalf("second Run: %v, want ErrLoopRunning", err)
+	}
+	ran := make(chan struct{})
+	if !l.Post(func() { close(ran) }) {
+		t.Fatal("Post refused")
+	}
+	<-ran
+	stop()
+	// Once the first has returned, the loop can be run again.
+	ctx, cancel := context.WithCancel(context.Background())
+	l.Post(cancel)
+	if err := l.Run(ctx); err != context.Canceled {
+		t.Fatalf("Run after the first returned: %v", err)
 	}
 }
