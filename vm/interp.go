@@ -307,6 +307,26 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 				l.schedule(r, th, nil) // next iteration
 				return
 			}
+			if p.Op == opcodes.OpRoot && p.Head == 0 && r.state == nil && l.depth == 0 && n.Op == opcodes.OpExec && n.Flags&opcodes.FlagStack == 0 {
+				// The flow's last step ended outside the loop's calls (a
+				// reply that a waiting step had a timeout for, say), and
+				// nothing hears of its values (no state, so no Future):
+				// the end of the run, taken in line as step's fast path
+				// takes it. What the step waited with goes first, as in
+				// endFrame, and its error handler's slot, so that endRun
+				// finds only n's in use when the run used no other.
+				th.Ops().SetTop(n.Parent)
+				p.Flags &^= opcodes.FlagChild
+				if e := l.ext(n); e != nil {
+					l.endExt(r, n, e)
+				}
+				if n.Err != 0 {
+					r.freeSlot(n.Err)
+					n.Err = 0
+				}
+				l.endRun(r, p, n)
+				return
+			}
 			th.Ops().SetTop(n.Parent) // popFrame, in line
 			p.Flags &^= opcodes.FlagChild
 			l.endFrame(r, th, n)
