@@ -65,7 +65,10 @@
 // as ErrorInfo, except panic(*Error), which raises that error's code and
 // info (InternalError if it has no code or is nil, as Error("") does). A
 // panic in a cancel handler or a Stack destroy callback is only recorded
-// as LastException: the flow is already ending. Such a callback
+// as LastException: the flow is already ending. So is the panic of a step
+// function or error handler whose thread ended during its call (a branch
+// that failed a sibling through its handle, aborting the parallel step),
+// unless the root has been released since. Such a callback
 // runs while the VM holds frames of its flow: calls through the handle of
 // the step being torn down do nothing, Error through another step's handle
 // of the same flow is misuse (recorded as LastException only, like any

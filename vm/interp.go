@@ -264,7 +264,8 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 		p = l.takeRaised(p, as.n)
 	}
 	if r.runEpoch != as.epoch || th.Seq != thSeq {
-		return // the flow or this branch ended during the call
+		recordLate(r, as.epoch, p) // the flow or this branch ended during the call
+		return
 	}
 	n := as.n
 	alive := n.Seq == as.seq
@@ -291,6 +292,19 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 		return // waits: WaitExternal, a cancel handler or a timeout
 	}
 	l.complete(r, th, n, nil)
+}
+
+// recordLate records p, what user code of run epoch panicked with where
+// there is no thread for it to fail (a cancel handler or destroy callback,
+// run as frames are torn down, or a call whose thread or run ended during
+// it), as LastException only. Once the root has moved past the end of
+// that run (released, perhaps reused), its state is no longer the run's:
+// p is dropped. An unwinding (Error through the caller's own handle) is no
+// panic of the call's own.
+func recordLate(r *root, epoch uint32, p any) {
+	if _, ok := p.(*unwinding); p != nil && !ok && r.runEpoch-epoch <= 1 {
+		r.st().recordPanic(p)
+	}
 }
 
 // complete ends frame n of thread th with success and args, then every

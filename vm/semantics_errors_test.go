@@ -606,3 +606,66 @@ func TestSemSuccessFromElsewhereDuringUnwinding(t *testing.T) {
 	root.Release()
 	other.Release()
 }
+
+// A step or error handler whose branch ends during its own call (it fails
+// a sibling through a kept handle, which aborts the parallel step) and
+// then panics: the panic has no thread left to fail, and is recorded as
+// LastException, as a cancel handler's is, whether the flow ended with
+// the sibling's error or goes on after the parallel step. It used to be
+// dropped without a trace.
+func TestSemPanicAfterOwnBranchEnded(t *testing.T) {
+	for _, in := range []string{"step", "error handler"} {
+		for _, succeed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/recovered=%v", in, succeed), func(t *testing.T) {
+				l, _ := semLoop()
+				var log semLog
+				var h1 vm.AsyncSteps
+				root := l.NewSteps()
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					p := as.Parallel(func(as vm.AsyncSteps, code string) {
+						log.add("parallel handler %s", code)
+						if succeed {
+							as.Success()
+						}
+					})
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) { h1 = as; as.WaitExternal() })
+					fail := func(as vm.AsyncSteps) {
+						h1.Error("E")
+						log.add("own handle valid: %v", as.Valid())
+						panic("late")
+					}
+					p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						as.SetCancel(func(vm.AsyncSteps) { log.add("cancel") })
+						if in == "step" {
+							fail(as)
+							return
+						}
+						as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("X") },
+							func(as vm.AsyncSteps, _ string) { fail(as) })
+					})
+				})
+				root.Add(func(vm.AsyncSteps, vm.Args) { log.add("next") })
+				f := root.Promise()
+				l.RunUntilIdle()
+				_, err := f.Wait(t.Context())
+				if succeed {
+					if err != nil {
+						t.Fatalf("flow ended with %v, want success", err)
+					}
+					semExpect(t, &log, "cancel", "parallel handler E", "own handle valid: false", "next")
+				} else {
+					if !errors.Is(err, &vm.Error{Code: "E"}) {
+						t.Fatalf("flow ended with %v, want E", err)
+					}
+					semExpect(t, &log, "cancel", "parallel handler E", "own handle valid: false")
+				}
+				var pe *vm.PanicError
+				if last := root.State().LastException(); !errors.As(last, &pe) || pe.Value != "late" {
+					t.Fatalf("LastException %v, want the late panic", last)
+				}
+				root.Release()
+				semClean(t, l)
+			})
+		}
+	}
+}

@@ -182,11 +182,7 @@ func (l *Loop) destroyStack(r *root, th, n *Node) {
 		}
 		if d != 0 {
 			if fn, ok := r.slot(d).(func(unsafe.Pointer)); ok {
-				if v := l.callDestroy(fn, p); v != nil {
-					if _, ok := v.(*unwinding); !ok { // Error through n's handle
-						r.st().recordPanic(v)
-					}
-				}
+				recordLate(r, r.runEpoch, l.callDestroy(fn, p)) // an unwinding: Error through n's handle
 			}
 			r.freeSlot(d)
 		}

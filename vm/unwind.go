@@ -78,13 +78,16 @@ func (l *Loop) handleError(r *root, th, f *Node, code string) (string, bool) {
 	l.pend, l.raised, l.raisedIn = outer, outerRaised, outerIn
 	l.errTh, l.errRoot = prevTh, prevRoot
 	if r.runEpoch != epoch {
+		recordLate(r, epoch, p)
 		return "", true
 	}
 	if f.Seq != seq {
 		// Success, then a panic: raised in th if th goes on. A branch its
 		// Success ended is freed, and its memory may serve another node
 		// already (a Stack destroy callback run on the way allocates).
-		if p != nil && th.Seq == thSeq {
+		if th.Seq != thSeq {
+			recordLate(r, epoch, p)
+		} else if p != nil {
 			if out, c := l.classify(r, p, &pd); out == outError {
 				l.raise(r, th, c)
 			}
@@ -159,14 +162,12 @@ func (l *Loop) cancelFrame(r *root, f *Node) bool {
 			r.teardown |= tearCancel
 			p := l.callCancel(h, AsyncSteps{r: r, n: f, seq: seq, epoch: epoch})
 			r.teardown = was
+			recordLate(r, epoch, p)
 			if r.runEpoch != epoch {
 				return false
 			}
 			if f.Seq == seq {
 				f.Flags &^= opcodes.FlagCanceling
-			}
-			if _, ok := p.(*unwinding); p != nil && !ok {
-				r.st().recordPanic(p)
 			}
 		}
 	}
