@@ -241,8 +241,15 @@ func foreignPromise(f Foreign) *Future {
 // the collector, so a T holding Go pointers lives on the Go heap, kept
 // reachable by the destroy function until the step ends; so does a T the
 // foreign memory is not aligned for.
+//
+// A T of no size needs no memory, and a T on the Go heap asks for a byte:
+// an engine built on C's malloc may serve 0 bytes with NULL, its answer to
+// a failed allocation.
 func foreignStack[T any](f Foreign) *T {
 	var zero T
+	if unsafe.Sizeof(zero) == 0 {
+		return new(T)
+	}
 	if !stackalloc.HasPointers[T]() {
 		p := f.Stack(int(unsafe.Sizeof(zero)), nil)
 		if p == nil {
@@ -255,7 +262,7 @@ func foreignStack[T any](f Foreign) *T {
 		}
 	}
 	t := new(T)
-	if f.Stack(0, func(unsafe.Pointer) { runtime.KeepAlive(t) }) == nil {
+	if f.Stack(1, func(unsafe.Pointer) { runtime.KeepAlive(t) }) == nil {
 		return nil
 	}
 	return t

@@ -544,3 +544,43 @@ func TestSemForeignHandleNamesNoRoot(t *testing.T) {
 		}()
 	}
 }
+
+// mallocForeign is a foreign flow whose Stack serves nothing for 0 bytes,
+// as an engine built on C's malloc may: NULL.
+type mallocForeign struct {
+	vm.Foreign
+	blocks   [][]byte
+	destroys []func(unsafe.Pointer)
+}
+
+func (*mallocForeign) Valid() bool { return true }
+
+func (f *mallocForeign) Stack(size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
+	if size <= 0 {
+		return nil
+	}
+	b := make([]byte, size+8)
+	f.blocks = append(f.blocks, b)
+	if destroy != nil {
+		f.destroys = append(f.destroys, destroy)
+	}
+	return unsafe.Pointer(unsafe.SliceData(b))
+}
+
+// Stack through a foreign handle serves every T, whatever the engine does
+// with an allocation of 0 bytes: a T with Go pointers (on the Go heap,
+// kept by a destroy callback the engine holds) and a T of no size. Both
+// used to be nil when the engine's Stack(0) was.
+func TestSemForeignStackOfZeroBytes(t *testing.T) {
+	f := &mallocForeign{}
+	h := vm.WrapForeign(f)
+	p := vm.Stack[struct{ s string }](h)
+	z := vm.Stack[struct{}](h)
+	n := vm.Stack[int64](h)
+	if p == nil || z == nil || n == nil {
+		t.Fatalf("Stack through a foreign handle: %p %p %p", p, z, n)
+	}
+	if len(f.destroys) != 1 {
+		t.Fatalf("%d destroy callbacks registered, want 1 (the T with pointers)", len(f.destroys))
+	}
+}
