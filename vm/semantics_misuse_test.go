@@ -1008,3 +1008,37 @@ func TestSemMisuseFromOutsideFailsTheStep(t *testing.T) {
 		})
 	}
 }
+
+// Misuse from a deferred function of a function that is unwinding with
+// its own Error, whose report a deeper recover swallows while the Error
+// goes on unwinding: the flow fails with the report all the same, as
+// TestSemMisuseSwallowedByRecoverAll has it, in a step, an error handler
+// and a loop body. The Error's code used to win, and the misuse was lost.
+func TestSemMisuseSwallowedWhileUnwinding(t *testing.T) {
+	fail := func(as vm.AsyncSteps) {
+		defer swallow(func() { as.Success() })
+		as.Error("E")
+	}
+	for name, build := range map[string]func(root vm.AsyncSteps, log *semLog){
+		"step": func(root vm.AsyncSteps, _ *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { fail(as) })
+		},
+		"error handler": func(root vm.AsyncSteps, _ *semLog) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("First") },
+				func(as vm.AsyncSteps, _ string) { fail(as) })
+		},
+		"Repeat body": func(root vm.AsyncSteps, _ *semLog) {
+			root.Repeat(3, func(as vm.AsyncSteps, _ int) { fail(as) })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := semStart(func(root vm.AsyncSteps, log *semLog) {
+				build(root, log)
+				root.Add(log.step("after"))
+			})
+			e := semFail(t, r.f, vm.InternalError)
+			semInfoMentions(t, e.Info, "after error")
+			semExpect(t, r.log)
+		})
+	}
+}

@@ -200,6 +200,13 @@ func (l *Loop) takeRaised(p any, n *Node) any {
 	q := l.raised
 	l.raised, l.raisedIn = nil, 0
 	if p != nil {
+		if _, ok := q.(*unwinding); !ok && p != q {
+			// A misuse report that the function recovered while it
+			// panicked or unwound for another reason (a deferred function
+			// of a step that is unwinding with its Error): the report
+			// stands, as it does for a function that returns.
+			return q
+		}
 		return p
 	}
 	if _, ok := q.(*unwinding); ok {
