@@ -652,3 +652,39 @@ func TestDroppedLoopWithAwaitIsCollected(t *testing.T) {
 		}
 	}
 }
+
+// dropTimedOutside runs a flow whose step waits, then sets its timeout
+// from outside the loop's passes with a clock that panics, and drops it.
+//
+//go:noinline
+func dropTimedOutside(t *testing.T, l *vm.Loop, clk *panicClock) *vm.Future {
+	as := l.NewSteps()
+	var h vm.AsyncSteps
+	as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		h = as
+		as.WaitExternal()
+	})
+	f := as.Promise()
+	l.RunUntilIdle()
+	clk.failIn(t, func() { h.SetTimeout(time.Second) })
+	return f
+}
+
+// A step whose SetTimeout, made between passes, could not read the clock
+// waits without a timer, as if it had none: nothing can complete it once
+// its root is dropped, which is then collected and its Future settled. The
+// frame's record kept the root reachable, waiting for a timer that was
+// never armed.
+func TestDroppedRootWhoseTimeoutClockPanicked(t *testing.T) {
+	clk := &panicClock{ManualClock: vm.NewManualClock(time.Unix(1_700_000_000, 0))}
+	l := vm.NewLoop(vm.WithClock(clk))
+	f := dropTimedOutside(t, l, clk)
+	if n := l.Stats().Timers; n != 0 {
+		t.Fatalf("%d timers after the failed SetTimeout, want 0", n)
+	}
+	if !collectUntil(l, 100, func() bool { return l.Stats().LiveRoots == 0 }) {
+		t.Fatal("the dropped root is not collected")
+	}
+	semFail(t, f, vm.InternalError)
+	semClean(t, l)
+}

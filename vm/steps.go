@@ -623,13 +623,16 @@ func (as AsyncSteps) SetTimeout(d time.Duration) {
 	} else {
 		e = r.newExt(n)
 	}
-	e.r = r // kept alive until the timeout fires or stops
 	// arm, its common case in line
 	if l.inPass {
 		e.tm = l.wheel.AddAfter(int64(max(d, 0)), timerData(uint32(n.Next), e))
+		e.r = r // kept alive until the timeout fires or stops
 		return
 	}
-	l.arm(uint32(n.Next), e, d, l.now()) // a panicking clock fails the step, whose frame keeps e
+	// Between passes: a clock that panics leaves the step waiting with e
+	// but no timer, and nothing that keeps its root from being collected.
+	l.arm(uint32(n.Next), e, d, l.now())
+	e.r = r
 }
 
 // SetCancel sets the function that cancels what the step waits for; it runs
