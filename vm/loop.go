@@ -65,7 +65,7 @@ type Loop struct {
 	wakeCh chan struct{}
 	closed atomic.Bool
 	owner  atomic.Int64 // goroutine id for IsSameThread
-	runs   atomic.Bool  // Run drives the loop
+	runner atomic.Int64 // goroutine id of the Run that drives the loop; 0: none
 	driven bool
 
 	onPanic func(any)
@@ -594,17 +594,20 @@ func (l *Loop) RunUntilIdle() {
 // Iterate are not checked: they must not be called from other goroutines
 // than the loop's).
 func (l *Loop) Run(ctx context.Context) error {
-	if !l.runs.CompareAndSwap(false, true) {
-		if goid() != l.owner.Load() {
+	// The running Run's goroutine is the one it took the loop with: owner,
+	// stored after, may still name the loop's previous driver meanwhile.
+	id := goid()
+	if !l.runner.CompareAndSwap(0, id) {
+		if l.runner.Load() != id {
 			return ErrLoopRunning // before reading anything the running one writes
 		}
 		l.nestedPass() // from a callback of the Run that drives the loop
 	}
-	defer l.runs.Store(false)
+	defer l.runner.Store(0)
 	if l.depth > 0 { // before the returns below, which would hide the misuse
 		l.nestedPass()
 	}
-	l.owner.Store(goid())
+	l.owner.Store(id)
 	l.driven = true
 	var timer *time.Timer
 	defer func() {

@@ -984,6 +984,55 @@ func TestSemClockJumpsPastTheEnd(t *testing.T) {
 	semClean(t, l)
 }
 
+// Two goroutines start Run on one loop at once, one of them the goroutine
+// that drove the loop before: the loser gets ErrLoopRunning, never the
+// nested-Run misuse. The check for a Run from the running one's callback
+// compared the caller with the loop's owner, which the winner stores only
+// after taking the loop: in between, the previous owner passed for the
+// running Run's own goroutine and panicked, reading (and possibly writing)
+// what the running Run owns. The window is short: the race is retried.
+func TestSemRunRaceWithPreviousOwner(t *testing.T) {
+	for range 500 {
+		l := vm.NewLoop()
+		l.RunUntilIdle() // this goroutine drives the loop: its owner
+		ctx, cancel := context.WithCancel(context.Background())
+		var started atomic.Bool
+		errs := make(chan error, 1)
+		go func() {
+			started.Store(true)
+			err := l.Run(ctx)
+			if err != context.Canceled {
+				cancel() // it lost: the other Run is to return
+			}
+			errs <- err
+		}()
+		for !started.Load() {
+			runtime.Gosched()
+		}
+		var p any
+		err := func() error {
+			defer func() {
+				if p = recover(); p != nil {
+					cancel()
+				}
+			}()
+			err := l.Run(ctx)
+			if err != context.Canceled {
+				cancel()
+			}
+			return err
+		}()
+		other := <-errs
+		cancel()
+		if p != nil {
+			t.Fatalf("the second Run panicked: %v", p)
+		}
+		if (err == vm.ErrLoopRunning) == (other == vm.ErrLoopRunning) {
+			t.Fatalf("Runs returned %v and %v: want one ErrLoopRunning", err, other)
+		}
+	}
+}
+
 // A custom clock that panics leaves the pass that read it, the panic
 // reaching the pass's caller. A timer set between passes afterwards counts
 // from when it is set, as it would after any pass: the pass no longer
