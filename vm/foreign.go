@@ -244,10 +244,14 @@ func foreignPromise(f Foreign) *Future {
 //
 // A T of no size needs no memory, and a T on the Go heap asks for a byte:
 // an engine built on C's malloc may serve 0 bytes with NULL, its answer to
-// a failed allocation.
+// a failed allocation. The T of no size asks for one too: the engine
+// judges the handle (a step that has ended gets nil, and its misuse report).
 func foreignStack[T any](f Foreign) *T {
 	var zero T
 	if unsafe.Sizeof(zero) == 0 {
+		if f.Stack(1, nil) == nil {
+			return nil
+		}
 		return new(T)
 	}
 	if !stackalloc.HasPointers[T]() {

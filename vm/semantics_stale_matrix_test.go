@@ -584,3 +584,35 @@ func TestSemForeignStackOfZeroBytes(t *testing.T) {
 		t.Fatalf("%d destroy callbacks registered, want 1 (the T with pointers)", len(f.destroys))
 	}
 }
+
+// endedForeign is a foreign step that has ended: its Stack, as every
+// call, reports misuse to the engine and serves nothing.
+type endedForeign struct {
+	vm.Foreign
+	misuses int
+}
+
+func (*endedForeign) Valid() bool { return false }
+
+func (f *endedForeign) Stack(int, func(unsafe.Pointer)) unsafe.Pointer {
+	f.misuses++
+	return nil
+}
+
+// Stack through the foreign handle of a step that has ended is nil for a
+// T of no size too, and the engine hears of the call, as it does for any
+// T: it judges the handle. A T of no size used to be served without asking
+// the engine, memory for a step that no longer exists and no misuse.
+func TestSemForeignStackOfNoSizeOnEndedStep(t *testing.T) {
+	f := &endedForeign{}
+	h := vm.WrapForeign(f)
+	if z := vm.Stack[struct{}](h); z != nil {
+		t.Fatalf("Stack[struct{}] through an ended foreign step: %p, want nil", z)
+	}
+	if p := vm.Stack[int64](h); p != nil {
+		t.Fatalf("Stack[int64] through an ended foreign step: %p, want nil", p)
+	}
+	if f.misuses != 2 {
+		t.Fatalf("the engine heard of %d calls, want 2", f.misuses)
+	}
+}
