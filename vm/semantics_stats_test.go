@@ -131,3 +131,48 @@ func TestSemStatsAfterManyFlows(t *testing.T) {
 		t.Fatalf("after rerunning kept roots: %+v", st)
 	}
 }
+
+// The last step of a flow, completed from outside the loop's calls, ends
+// the run in line: here a sub-step whose Success completes its parent too,
+// the parent with a timeout and a cancel handler of its own, in a spawned
+// root with no State. Neither cancel handler runs, both timers stop, the
+// sub-step's Resumer turns stale, the root goes back to the pool, and the
+// next flow that takes it runs.
+func TestSemOutsideSuccessEndsNestedSpawnedFlow(t *testing.T) {
+	l, clk := semLoop()
+	var log semLog
+	var h vm.AsyncSteps
+	var rs vm.Resumer
+	l.Spawn(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetTimeout(time.Second)
+		as.SetCancel(func(vm.AsyncSteps) { log.add("outer cancel") })
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			h, rs = as, as.Resumer()
+			as.SetTimeout(time.Second)
+			as.SetCancel(func(vm.AsyncSteps) { log.add("inner cancel") })
+		}, func(_ vm.AsyncSteps, code string) { log.add("inner %s", code) })
+	}, func(_ vm.AsyncSteps, code string) { log.add("outer %s", code) })
+	l.RunUntilIdle()
+	if s := l.Stats(); s.RunningRoots != 1 || s.Timers != 2 {
+		t.Fatalf("waiting: %+v", s)
+	}
+	h.Success(vm.Int(1))
+	if s := l.Stats(); s.RunningRoots != 0 || s.LiveRoots != 0 || s.PooledRoots != 1 {
+		t.Fatalf("after the Success: %+v", s)
+	}
+	if rs.Success() {
+		t.Fatal("the ended step's Resumer was accepted")
+	}
+	clk.Advance(2 * time.Second)
+	l.RunUntilIdle()
+	semExpect(t, &log)
+	semClean(t, l)
+	root := l.NewSteps()
+	root.Add(log.step("next flow"))
+	f := root.Promise()
+	l.RunUntilIdle()
+	semOK(t, f)
+	semExpect(t, &log, "next flow")
+	root.Release()
+	semClean(t, l)
+}
