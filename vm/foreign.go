@@ -242,20 +242,14 @@ func foreignPromise(f Foreign) *Future {
 // reachable by the destroy function until the step ends; so does a T the
 // foreign memory is not aligned for.
 //
-// A T of no size needs no memory, and a T on the Go heap asks for a byte:
-// an engine built on C's malloc may serve 0 bytes with NULL, its answer to
-// a failed allocation. The T of no size asks for one too: the engine
-// judges the handle (a step that has ended gets nil, and its misuse report).
+// Every request is for a byte at least: an engine built on C's malloc may
+// serve 0 bytes with NULL, its answer to a failed allocation. A T of no
+// size asks the engine all the same, which judges the handle (a step that
+// has ended gets nil, and its misuse report).
 func foreignStack[T any](f Foreign) *T {
 	var zero T
-	if unsafe.Sizeof(zero) == 0 {
-		if f.Stack(1, nil) == nil {
-			return nil
-		}
-		return new(T)
-	}
 	if !stackalloc.HasPointers[T]() {
-		p := f.Stack(int(unsafe.Sizeof(zero)), nil)
+		p := f.Stack(max(int(unsafe.Sizeof(zero)), 1), nil)
 		if p == nil {
 			return nil
 		}
