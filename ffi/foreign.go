@@ -463,7 +463,11 @@ func (w *fwrap) Release() {
 
 func (w *fwrap) Misuse(info string) {
 	if w.inCall {
-		if w.pend.what == 0 { // for settle, should the function swallow the panic
+		// For settle, should the function swallow the panic: the first
+		// report, which outranks the Error, Break or Continue the function
+		// may be unwinding with (misuse in a deferred function), as on
+		// stepvm.
+		if w.pend.what != fxPendMisuse {
 			w.pend = fxPending{what: fxPendMisuse, info: info}
 		}
 		panic(&vm.Error{Code: vm.InternalError, Info: info})

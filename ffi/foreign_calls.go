@@ -142,6 +142,8 @@ func (w *fwrap) settle() {
 	switch pend.what {
 	case fxPendError:
 		w.raise(pend.code, pend.info)
+	case fxPendMisuse: // swallowed while the function unwound
+		w.raise(vm.InternalError, pend.info)
 	case fxPendBreak, fxPendContinue:
 		w.loopCtl(pend.what, pend.code)
 	default: // another handle's unwinding: not this function's to settle

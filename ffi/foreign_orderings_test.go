@@ -107,3 +107,60 @@ func TestForeignHandleHasNoNativeRoot(t *testing.T) {
 	})
 	run.expect(t, cengine.Done, "", "after")
 }
+
+// A Go function the foreign engine runs that unwinds with Error or Break
+// and, in a deferred function, misuses its handle under a recover that
+// swallows the report: the flow fails with InternalError and the report's
+// info, as it does on stepvm (TestSemMisuseSwallowedWhileUnwinding), not
+// with the Error's code or the loop's Break. So does one whose misuse
+// after an Error unwinds it unswallowed.
+func TestForeignMisuseSwallowedWhileUnwinding(t *testing.T) {
+	fail := func(as vm.AsyncSteps) {
+		defer fswallow(func() { as.Success() })
+		as.Error("E")
+	}
+	for _, c := range []struct {
+		name  string
+		build func(root vm.AsyncSteps)
+	}{
+		{"step", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { fail(as) })
+		}},
+		{"error handler", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Error("First") },
+				func(as vm.AsyncSteps, _ string) { fail(as) })
+		}},
+		{"Repeat body", func(root vm.AsyncSteps) {
+			root.Repeat(3, func(as vm.AsyncSteps, _ int) { fail(as) })
+		}},
+		{"Break in a Repeat body", func(root vm.AsyncSteps) {
+			root.Repeat(3, func(as vm.AsyncSteps, _ int) {
+				defer fswallow(func() { as.Success() })
+				as.Break()
+			})
+		}},
+		{"Error, then misuse unswallowed", func(root vm.AsyncSteps) {
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				defer func() {
+					if vm.IsUnwinding(recover()) {
+						as.Add(nil)
+					}
+				}()
+				as.Error("E")
+			})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := runForeign(t, func(root vm.AsyncSteps) {
+				c.build(root)
+				root.Add(fsay("after"))
+			})
+			if run.result != cengine.Failed || run.code != vm.InternalError || len(run.trace) != 0 {
+				t.Fatalf("flow ended %d %q, trace %q; want failed InternalError", run.result, run.code, run.trace)
+			}
+			if info := cengine.LastErrorInfo(); !strings.Contains(info, "Success after") && !strings.Contains(info, "nil step function") {
+				t.Errorf("the error's info %q is not the misuse report's", info)
+			}
+		})
+	}
+}
