@@ -28,21 +28,24 @@ type task struct {
 }
 
 func (ls *loopState) schedule(deferred bool, d time.Duration, cb C.stepvm_cb_fn, data C.uintptr_t) C.FutoInHandle {
-	var t *task
-	if k := len(ls.freeTasks); k > 0 {
-		t = ls.tasks[ls.freeTasks[k-1]]
-		ls.freeTasks = ls.freeTasks[:k-1]
-	} else {
-		t = &task{ls: ls, idx: uint32(len(ls.tasks))}
+	if len(ls.freeTasks) == 0 {
+		t := &task{ls: ls, idx: uint32(len(ls.tasks))}
 		t.run = t.fire
 		ls.tasks = append(ls.tasks, t)
+		ls.freeTasks = append(ls.freeTasks, t.idx)
 	}
-	t.live, t.cb, t.data = true, cb, data
+	// The task leaves the pool once the loop has taken its callback:
+	// Deferred reads the clock between passes, and a custom one may panic.
+	k := len(ls.freeTasks) - 1
+	t := ls.tasks[ls.freeTasks[k]]
+	var vh vm.Handle
 	if deferred {
-		t.h = ls.l.Deferred(d, t.run)
+		vh = ls.l.Deferred(d, t.run)
 	} else {
-		t.h = ls.l.Immediate(t.run)
+		vh = ls.l.Immediate(t.run)
 	}
+	ls.freeTasks = ls.freeTasks[:k]
+	t.live, t.cb, t.data, t.h = true, cb, data, vh
 	var h C.FutoInHandle
 	*(*uintptr)(unsafe.Pointer(&h.data1)) = uintptr(ls.id)
 	h.data3 = C.ptrdiff_t(uint64(t.idx)<<32 | uint64(t.gen))
