@@ -20,31 +20,56 @@ import (
 // the call is not through A's record), and nothing is left behind: no running root,
 // no timer, no arena byte, no C call state.
 func TestUnhandledHandlerNestedInOtherFlow(t *testing.T) {
+	unhandledMatrix(t, false)
+}
+
+// The same with B on a second loop, driven by the same goroutine: A's C
+// function fails B's step through its record while no call of B's loop
+// runs, and B's handler, nested in it, calls through records of either
+// loop. Each loop ends as it would alone, and neither keeps anything.
+func TestUnhandledHandlerNestedInOtherLoop(t *testing.T) {
+	unhandledMatrix(t, true)
+}
+
+func unhandledMatrix(t *testing.T, twoLoops bool) {
 	for _, inError := range []bool{false, true} {
 		for through := 0; through <= 2; through++ {
 			for what := 1; what <= 10; what++ {
 				name := fmt.Sprintf("inError=%v/through%d/what%d", inError, through, what)
-				t.Run(name, func(t *testing.T) { unhandledNested(t, inError, through, what) })
+				t.Run(name, func(t *testing.T) { unhandledNested(t, twoLoops, inError, through, what) })
 			}
 		}
 	}
 }
 
-func unhandledNested(t *testing.T, inError bool, through, what int) {
+func unhandledNested(t *testing.T, twoLoops, inError bool, through, what int) {
 	ctest.ResetTrace()
 	clk := vm.NewManualClock(time.Unix(0, 0))
-	l := vm.NewLoop(vm.WithClock(clk))
-	ls := loopOf(l)
-	base := l.Stats()
-	a, b := l.NewSteps(), l.NewSteps()
+	la := vm.NewLoop(vm.WithClock(clk))
+	lb, loops := la, []*vm.Loop{la}
+	if twoLoops {
+		lb = vm.NewLoop(vm.WithClock(clk))
+		loops = append(loops, lb)
+	}
+	var bases []vm.LoopStats
+	for _, l := range loops {
+		loopOf(l)
+		bases = append(bases, l.Stats())
+	}
+	idle := func() {
+		for _, l := range loops {
+			l.RunUntilIdle()
+		}
+	}
+	a, b := la.NewSteps(), lb.NewSteps()
 	ctest.UnhandledNested(Binary(b), Binary(a), inError, through, what)
-	l.RunUntilIdle() // b waits
+	idle() // b waits
 	f := a.Promise()
-	l.RunUntilIdle()
+	idle()
 	clk.Advance(10 * time.Millisecond)
-	l.RunUntilIdle()
+	idle()
 	a.Cancel() // a step of a that waits: the handler's waitExternal through a's record
-	l.RunUntilIdle()
+	idle()
 	select {
 	case <-f.Done():
 	default:
@@ -65,11 +90,14 @@ func unhandledNested(t *testing.T, inError bool, through, what int) {
 	}
 	a.Release()
 	b.Release()
-	l.RunUntilIdle()
-	if s := l.Stats(); s.RunningRoots != 0 || s.Timers != 0 || s.ArenaInUse != base.ArenaInUse || s.LiveRoots != base.LiveRoots {
-		t.Errorf("stats: %+v; baseline %+v", s, base)
-	}
-	if ls.stash != nil || ls.frame != (vm.AsyncSteps{}) {
-		t.Errorf("ffi call state: stash %v, frame %v", ls.stash, ls.frame)
+	idle()
+	for i, l := range loops {
+		base := bases[i]
+		if s := l.Stats(); s.RunningRoots != 0 || s.Timers != 0 || s.ArenaInUse != base.ArenaInUse || s.LiveRoots != base.LiveRoots {
+			t.Errorf("loop %d stats: %+v; baseline %+v", i, s, base)
+		}
+		if ls := loopOf(l); ls.stash != nil || ls.frame != (vm.AsyncSteps{}) {
+			t.Errorf("loop %d ffi call state: stash %v, frame %v", i, ls.stash, ls.frame)
+		}
 	}
 }
