@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepvm/stepvm/ffi"
 	"github.com/stepvm/stepvm/ffi/internal/cengine"
 	"github.com/stepvm/stepvm/vm"
 )
@@ -162,5 +163,38 @@ func TestForeignMisuseSwallowedWhileUnwinding(t *testing.T) {
 				t.Errorf("the error's info %q is not the misuse report's", info)
 			}
 		})
+	}
+}
+
+// Stack of a T of no size and of a T with pointers on the C engine: a
+// live step gets memory for both, the destroy function that keeps the
+// latter reachable goes when the step ends, and through the handle of a
+// step that has ended both get nil, the engine counts the misuse, and Go
+// keeps nothing for it.
+func TestForeignStackOfNoSizeAndPointers(t *testing.T) {
+	var kept vm.AsyncSteps
+	run := runForeign(t, func(root vm.AsyncSteps) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			kept = as
+			z, p := vm.Stack[struct{}](as), vm.Stack[*string](as)
+			if z == nil || p == nil || *p != nil {
+				t.Fatalf("Stack on a live foreign step: %p %p", z, p)
+			}
+			s := "kept"
+			*p = &s
+			as.Add(func(vm.AsyncSteps, vm.Args) { cengine.Say(**p) })
+		})
+	})
+	run.expect(t, cengine.Done, "", "kept")
+	live := ffi.ForeignLive()
+	before, _ := cengine.Misuses()
+	if z, p := vm.Stack[struct{}](kept), vm.Stack[*string](kept); z != nil || p != nil {
+		t.Fatalf("Stack through the handle of an ended step: %p %p", z, p)
+	}
+	if after, last := cengine.Misuses(); after-before != 2 {
+		t.Errorf("the engine saw %d misuses (last %q), want 2", after-before, last)
+	}
+	if n := ffi.ForeignLive(); n != live {
+		t.Errorf("Go holds %d objects for the engine, want %d", n, live)
 	}
 }
