@@ -6,6 +6,8 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/stepvm/stepvm/ffi"
 	"github.com/stepvm/stepvm/ffi/internal/ctest"
@@ -45,5 +47,59 @@ func TestWaitingCStepKeepsItsFlow(t *testing.T) {
 	}
 	if _, err := f.Wait(context.Background()); err != nil || got != "late" {
 		t.Fatalf("flow = %v, %q; want success with \"late\"", err, got)
+	}
+}
+
+// The last step of a Go flow, which waits with a timeout, a cancel handler
+// and stack memory, completed by C through its record between passes, on
+// the loop's goroutine (complete's in-line end of a run is not for a frame
+// with stack memory, which every record's frame has): the flow ends once
+// with the value, its timer stops, its cancel handler does not run, its
+// stack memory's destroy function runs once, the record turns stale, and
+// the loop is back to its baseline. A late completion through the record
+// finds it stale and changes nothing.
+func TestLastStepCompletedThroughRecord(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(0, 0))
+	l := vm.NewLoop(vm.WithClock(clk))
+	base := l.Stats()
+	var rec unsafe.Pointer
+	var got string
+	destroyed, canceled := 0, 0
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			rec = ffi.Binary(as)
+			as.StackRaw(8, func(unsafe.Pointer) { destroyed++ })
+			as.SetCancel(func(vm.AsyncSteps) { canceled++ })
+			as.SetTimeout(time.Second)
+		})
+	}, func(as vm.AsyncSteps, code string) { got = "handler " + code })
+	f := root.Promise()
+	l.RunUntilIdle()
+	if s := l.Stats(); s.Timers != 1 || rec == nil {
+		t.Fatalf("the step does not wait: %+v", s)
+	}
+	ctest.Complete(rec, "through the record")
+	l.RunUntilIdle()
+	args, err := result(t, f)
+	if err != nil || args.String(0) != "through the record" || got != "" {
+		t.Fatalf("flow = %v, %v, %q", err, args, got)
+	}
+	if destroyed != 1 || canceled != 0 {
+		t.Errorf("destroy ran %d times, cancel handler %d; want 1 and 0", destroyed, canceled)
+	}
+	if ctest.IsValid(rec) {
+		t.Error("the record of the ended step is valid")
+	}
+	ctest.Complete(rec, "late")
+	clk.Advance(2 * time.Second)
+	l.RunUntilIdle()
+	root.Release()
+	l.RunUntilIdle()
+	if s := l.Stats(); s.RunningRoots != 0 || s.Timers != 0 || s.ArenaInUse != base.ArenaInUse || s.LiveRoots != base.LiveRoots {
+		t.Errorf("stats: %+v; baseline %+v", s, base)
+	}
+	if destroyed != 1 || canceled != 0 || ffi.RecordsInUse(l) != 0 {
+		t.Errorf("after the end: destroy %d, cancel %d, records in use %d", destroyed, canceled, ffi.RecordsInUse(l))
 	}
 }
