@@ -152,10 +152,10 @@ func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 	var vals [vm.MaxArgs]vm.Value
 	n, bad := fromC(&off, args, &vals)
 	if bad != "" {
-		c.failAway(res, "success: "+bad)
+		c.failAway(e, gen, res, "success: "+bad)
 		return
 	}
-	res.Success(vals[:n]...)
+	e.finishAway(gen, res, func(r vm.Resumer) { r.Success(vals[:n]...) })
 }
 
 // fail fails the flow of the call with InternalError and info: at once
@@ -169,14 +169,14 @@ func (c callback) fail(info string) {
 }
 
 // failAway is fail from a thread that is not the goroutine of the loop of
-// the step res completes: the C call running on it, if any, fails, or else
-// the step.
-func (c callback) failAway(res vm.Resumer, info string) {
+// the step e's record names (gen, completed through res: see finishAway):
+// the C call running on it, if any, fails, or else the step.
+func (c callback) failAway(e *entry, gen uint32, res vm.Resumer, info string) {
 	if c.ls != nil {
 		c.misuse(info)
 		return
 	}
-	res.Error(vm.InternalError, info)
+	e.finishAway(gen, res, func(r vm.Resumer) { r.Error(vm.InternalError, info) })
 }
 
 //export stepvmHandleError
@@ -189,10 +189,11 @@ func stepvmHandleError(bsi *C.FutoInAsyncSteps, code, info *C.char, cur C.uint32
 		}
 		defer c.done()
 		if code == nil {
-			c.failAway(res, "handle_error with a NULL code")
+			c.failAway(e, f.gen, res, "handle_error with a NULL code")
 			return
 		}
-		res.Error(C.GoString(code), goString(info))
+		code, info := C.GoString(code), goString(info)
+		e.finishAway(f.gen, res, func(r vm.Resumer) { r.Error(code, info) })
 		return
 	}
 	c, e := f.begin(cur, "handle_error")

@@ -67,17 +67,17 @@
 // handle_error, breakLoop or continueLoop through the step's record back
 // to the VM: the step then fails with InternalError when it returns.
 //
-// A step that waits for an external event through its record (C's
-// waitExternal, setTimeout or setCancel) may be completed from any
-// thread, as a Go step through its vm.Resumer: success and handle_error
-// called from a thread that does not run the step's loop hand the outcome
-// to the loop, which may meanwhile have ended the step (canceled, timed
-// out) and reused its record: the call then finds the record stale, as any
-// call through an expired one. A Go step that waits through its
-// vm.AsyncSteps (WaitExternal, SetTimeout, SetCancel) and hands C its
-// record is completed through the record on the loop's thread only: from
-// another thread, success and handle_error on it are refused, and nothing
-// reports the refusal. Such a step hands other threads its vm.Resumer.
+// A step that waits for an external event (through its record: C's
+// waitExternal, setTimeout, setCancel; or, a Go step that hands C its
+// record, through its vm.AsyncSteps) may be completed from any thread, as
+// a Go step through its vm.Resumer: success and handle_error called from
+// a thread that does not run the step's loop hand the outcome to the loop,
+// which may meanwhile have ended the step (canceled, timed out) and
+// reused its record: the call then finds the record stale, as any call
+// through an expired one. (The record takes the step's Resumer when C
+// makes it wait; for a Go step that waits through its handle, the loop
+// takes it when the outcome arrives, and a step that does not wait then
+// fails with InternalError, as the misuse of its Resumer.)
 // isValid and is_same_thread answer on any thread too. The other calls
 // belong to the loop's thread, as vm.AsyncSteps methods belong to its
 // goroutine.

@@ -296,11 +296,8 @@ func beginAway(e *entry, gen uint32, cur C.uint32_t, what string) (callback, vm.
 		}
 	}
 	res, ok := e.resumer(gen)
-	switch {
-	case !ok:
+	if !ok {
 		c.misuse(what + badStale)
-	case res == vm.Resumer{}:
-		c.misuse(what + " from another thread through a FutoInAsyncSteps whose step does not wait")
 	}
 	return c, res, ok
 }

@@ -201,6 +201,26 @@ func (e *entry) resumer(gen uint32) (vm.Resumer, bool) {
 	return e.res, true
 }
 
+// finishAway completes, from a thread that is not the loop's, the step
+// that e's record names while it is still gen: through res, the Resumer
+// the record took when C made the step wait, or, with none (a Go step
+// that waits through its handle), in the loop, which takes the step's
+// Resumer then, as C's waitExternal would have, if the record still names
+// the step. A step that does not wait then fails with InternalError, the
+// misuse of taking its Resumer; one that has ended is not touched.
+func (e *entry) finishAway(gen uint32, res vm.Resumer, complete func(vm.Resumer)) {
+	if res != (vm.Resumer{}) {
+		complete(res)
+		return
+	}
+	e.ls.l.Post(func() {
+		if e.gen.Load() == gen {
+			e.waits()
+			complete(e.res)
+		}
+	})
+}
+
 // grow lends ls a block of records. Each starts invalid, one generation
 // past the last its record had: a record C code kept from a collected
 // loop stays stale until handed out anew.

@@ -103,3 +103,61 @@ func TestLastStepCompletedThroughRecord(t *testing.T) {
 		t.Errorf("after the end: destroy %d, cancel %d, records in use %d", destroyed, canceled, ffi.RecordsInUse(l))
 	}
 }
+
+// A Go step that waits through its handle (SetTimeout, WaitExternal) and
+// hands C its record is completed by C from another thread: the loop takes
+// the step's Resumer when the completion arrives, as C's waitExternal
+// would have made the record take it. Success and handle_error alike; a
+// late one, after the step ended, changes nothing. The completion used to
+// be refused, unheard, and the flow waited for its timeout.
+func TestGoStepCompletedThroughRecordFromAnotherThread(t *testing.T) {
+	for _, how := range []string{"success", "handle_error", "WaitExternal"} {
+		t.Run(how, func(t *testing.T) {
+			clk := vm.NewManualClock(time.Unix(0, 0))
+			l := vm.NewLoop(vm.WithClock(clk))
+			var rec unsafe.Pointer
+			var got string
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				rec = ffi.Binary(as)
+				if how == "WaitExternal" {
+					as.WaitExternal()
+				} else {
+					as.SetTimeout(time.Second)
+				}
+			}, func(as vm.AsyncSteps, code string) {
+				got = code
+				as.Success(vm.Str("handled"))
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if how == "handle_error" {
+					ctest.Fail(rec, "Remote")
+				} else {
+					ctest.Complete(rec, "from afar")
+				}
+			}()
+			<-done
+			l.RunUntilIdle()
+			args, err := result(t, f)
+			want, wantCode := "from afar", ""
+			if how == "handle_error" {
+				want, wantCode = "handled", "Remote"
+			}
+			if err != nil || args.String(0) != want || got != wantCode {
+				t.Fatalf("flow = %v, %v, handler saw %q; want %q, %q", err, args, got, want, wantCode)
+			}
+			go func() { ctest.Complete(rec, "late") }()
+			clk.Advance(2 * time.Second)
+			l.RunUntilIdle()
+			root.Release()
+			l.RunUntilIdle()
+			if s := l.Stats(); s.RunningRoots != 0 || s.Timers != 0 || ffi.RecordsInUse(l) != 0 {
+				t.Errorf("stats %+v, records in use %d", s, ffi.RecordsInUse(l))
+			}
+		})
+	}
+}

@@ -142,6 +142,14 @@ func Complete(p unsafe.Pointer, s string) {
 	C.ctest_complete(bsi(p), cs)
 }
 
+// Fail calls handle_error with code through p from C, as an event
+// callback of a C library would.
+func Fail(p unsafe.Pointer, code string) {
+	cs := C.CString(code)
+	defer C.free(unsafe.Pointer(cs))
+	C.ctest_fail(bsi(p), cs)
+}
+
 // Reentry makes a root with newInstance through host and adds to it the
 // steps of a scenario of reentry.c: the call what from the callback where.
 func Reentry(host unsafe.Pointer, where, what int) unsafe.Pointer {

@@ -76,6 +76,7 @@ void ctest_free_new(void);
 void ctest_add_wait(FutoInAsyncSteps* bsi);
 FutoInAsyncSteps* ctest_waiting(void);
 void ctest_complete(FutoInAsyncSteps* bsi, const char* s);
+void ctest_fail(FutoInAsyncSteps* bsi, const char* code);
 void ctest_add_object_thread(FutoInAsyncSteps* bsi);
 int ctest_object_cleanups(void);
 void ctest_add_late(FutoInAsyncSteps* bsi);

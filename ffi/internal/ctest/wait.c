@@ -35,6 +35,11 @@ void ctest_complete(FutoInAsyncSteps* bsi, const char* s)
     bsi->api->success(bsi, &out);
 }
 
+void ctest_fail(FutoInAsyncSteps* bsi, const char* code)
+{
+    bsi->api->handle_error(bsi, code, NULL);
+}
+
 // A step completed from a thread the loop does not know, with a custom
 // object: object_cleanups counts the object's cleanups.
 
