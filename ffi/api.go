@@ -121,6 +121,7 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 	}
 	c, e := f.begin(cur, "success")
 	if e == nil {
+		discard(c.ls, args, cur)
 		return
 	}
 	defer c.done()
@@ -145,6 +146,7 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 	c, res, ok := beginAway(e, gen, cur, "success")
 	if !ok {
+		discard(c.ls, args, cur)
 		return
 	}
 	defer c.done()

@@ -96,7 +96,11 @@
 // an error), UINT8 arrays as Bytes and other arrays as Any of a Go slice,
 // all copied, their cleanup run at once; custom objects become Any(*Object),
 // whose cleanup runs exactly once. success takes the values: it empties the
-// caller's FutoInArgs.
+// caller's FutoInArgs, also when it is refused (a NULL or stale record, as
+// of a completion that comes after the step timed out; a call ignored
+// after handle_error), and then runs their cleanups at once. Values lent
+// to the calling C step that it passes back stay as they are: they are
+// stepvm's.
 //
 // # Synchronization
 //

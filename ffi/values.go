@@ -316,17 +316,59 @@ func (ls *loopState) object(b *binval) (vm.Value, int, string) {
 		ls.forwarded |= 1 << k
 		return ls.lent.Get(k), dispLent, ""
 	}
+	if k := ls.lentObject(b); k >= 0 {
+		ls.forwarded |= 1 << k
+		return ls.lent.Get(k), dispLent, ""
+	}
+	return vm.Any(newObject(ls.res, b)), dispOwned, ""
+}
+
+// lentObject returns the position of the Object lent to the running C
+// step that b is, or -1.
+func (ls *loopState) lentObject(b *binval) int {
 	for k := range ls.lent.Len() {
 		v := ls.lent.Get(k)
 		if v.Kind() != vm.KindAny {
 			continue
 		}
 		if o, ok := v.Any().(*Object); ok && o.st.typ == b.typ && o.st.u == b.u && o.st.custom == b.custom {
-			ls.forwarded |= 1 << k
-			return v, dispLent, ""
+			return k
 		}
 	}
-	return vm.Any(newObject(ls.res, b)), dispOwned, ""
+	return -1
+}
+
+// discard takes the values of a success refused unread (a NULL or stale
+// record, a call ignored after handle_error): success takes its values,
+// accepted or not, or a late completion, a C library's commonest, would
+// leak those with a cleanup. Their cleanups run for the C call of loop cur
+// (0: none), and args is emptied, but for the values lent to that call
+// (ls, its loop's state; nil: none), which are left as they are: they are
+// stepvm's still, the call may read them on, and a custom object among
+// them is released as the call returns (settleStep).
+func discard(ls *loopState, args *C.FutoInArgs, cur C.uint32_t) {
+	if args == nil || args == &C.stepvm_no_args {
+		return // const C memory; see fromC
+	}
+	a := argsOf(args)
+	for i := range a {
+		b := &a[i]
+		if b.typ != nil && !ls.lentValue(b) {
+			C.stepvm_cleanup_arg((*C.FutoInBinaryValue)(unsafe.Pointer(b)), cur)
+		}
+	}
+}
+
+// lentValue reports whether b is a value lent to the C call of ls (nil:
+// none): one of stepvm's own types, which only such values have, or a
+// custom object lent to the call.
+func (ls *loopState) lentValue(b *binval) bool {
+	base := uintptr(unsafe.Pointer(&C.stepvm_base_types[0]))
+	switch t := uintptr(unsafe.Pointer(b.typ)); {
+	case t-base < unsafe.Sizeof(C.stepvm_base_types), b.typ == &C.stepvm_bytes_type, b.typ == &C.stepvm_go_value_type:
+		return true
+	}
+	return ls != nil && uint8(b.typ.flags) == C.FTN_TYPE_CUSTOM_OBJECT && ls.lentObject(b) >= 0
 }
 
 // pointerAt returns the pointer the union u holds, or why it is not one.

@@ -184,6 +184,31 @@ func AddObjectThread(p unsafe.Pointer) { C.ctest_add_object_thread(bsi(p)) }
 
 func ObjectCleanups() int { return int(C.ctest_object_cleanups()) }
 
+// CompleteObject calls success through the table of through, with the
+// record bsi (which may be NULL), and a custom object that ObjectCleanups
+// counts, as an event callback of a C library would; it reports whether
+// success took the object (emptied the FutoInArgs).
+func CompleteObject(through, p unsafe.Pointer) bool {
+	return C.ctest_complete_object(bsi(through), bsi(p)) != 0
+}
+
+// Modes of AddRefusedSuccess: the C step calls success through its own
+// record after handle_error, or through the target record; with a custom
+// object ObjectCleanups counts (it prints "taken 1" when success emptied
+// the FutoInArgs), or with the values it was lent (it prints "lent kept 1"
+// when success left them alone).
+const (
+	RefusedAfterError = iota
+	RefusedThroughTarget
+	RefusedLentAfterError
+	RefusedLentThroughTarget
+)
+
+// AddRefusedSuccess adds to p a C step that calls success as mode says.
+func AddRefusedSuccess(p unsafe.Pointer, mode int, target unsafe.Pointer) {
+	C.ctest_add_refused_success(bsi(p), C.int(mode), bsi(target))
+}
+
 // AddLate adds a C step that waits and hands its record to a thread of its
 // own, which calls isValid, is_same_thread, success and handle_error
 // through it 500 times each, racing the step's end and the reuse of its

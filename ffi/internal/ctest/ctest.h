@@ -78,6 +78,8 @@ FutoInAsyncSteps* ctest_waiting(void);
 void ctest_complete(FutoInAsyncSteps* bsi, const char* s);
 void ctest_fail(FutoInAsyncSteps* bsi, const char* code);
 void ctest_add_object_thread(FutoInAsyncSteps* bsi);
+int ctest_complete_object(FutoInAsyncSteps* through, FutoInAsyncSteps* bsi);
+void ctest_add_refused_success(FutoInAsyncSteps* bsi, int mode, FutoInAsyncSteps* target);
 int ctest_object_cleanups(void);
 void ctest_add_late(FutoInAsyncSteps* bsi);
 int ctest_late_done(void);

@@ -53,9 +53,10 @@ static void count_object(FutoInBinaryValue* v)
     __atomic_add_fetch(&object_cleanups, 1, __ATOMIC_SEQ_CST);
 }
 
+static const FutoInType obj_type = {FTN_TYPE_CUSTOM_OBJECT, count_object};
+
 static void* object_thread(void* arg)
 {
-    static const FutoInType obj_type = {FTN_TYPE_CUSTOM_OBJECT, count_object};
     FutoInAsyncSteps* bsi = (FutoInAsyncSteps*)arg;
     FutoInArgs out;
     memset(&out, 0, sizeof(out));
@@ -129,4 +130,47 @@ void ctest_add_late(FutoInAsyncSteps* bsi)
 int ctest_late_done(void)
 {
     return __atomic_load_n(&late_done, __ATOMIC_SEQ_CST);
+}
+
+// Successes that stepvm refuses, with values that must be taken all the
+// same: a custom object whose cleanup count_object counts, or the values
+// the C step was lent, which stay stepvm's.
+
+static int pass_object(FutoInAsyncSteps* through, FutoInAsyncSteps* bsi)
+{
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &obj_type;
+    out.arg0.custom_data = (void*)(intptr_t)7;
+    through->api->success(bsi, &out);
+    return out.arg0.type == NULL;
+}
+
+int ctest_complete_object(FutoInAsyncSteps* through, FutoInAsyncSteps* bsi)
+{
+    return pass_object(through, bsi);
+}
+
+static FutoInAsyncSteps* refused_target;
+
+static void refused_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    int mode = (int)(intptr_t)data;
+    FutoInAsyncSteps* target = mode & 1 ? refused_target : bsi;
+    if (!(mode & 1)) {
+        bsi->api->handle_error(bsi, "Failed", "before success");
+    }
+    if (mode & 2) {
+        FutoInArgs out = *args;
+        bsi->api->success(target, &out);
+        ctest_sayf("lent kept %d", memcmp(&out, args, sizeof(out)) == 0);
+    } else {
+        ctest_sayf("taken %d", pass_object(bsi, target));
+    }
+}
+
+void ctest_add_refused_success(FutoInAsyncSteps* bsi, int mode, FutoInAsyncSteps* target)
+{
+    refused_target = target;
+    bsi->api->add(bsi, (void*)(intptr_t)mode, refused_step, NULL);
 }

@@ -1,0 +1,181 @@
+//go:build cgo
+
+package ffi_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stepvm/stepvm/ffi"
+	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/vm"
+)
+
+// success takes its values whether it is accepted or refused: a custom
+// object C passes through a NULL or stale record, or after handle_error in
+// the same call, is taken (the FutoInArgs emptied) and its cleanup runs
+// exactly once, at once. Refused, such values used to be left in the
+// caller's FutoInArgs, and their cleanups never ran. The commonest case is
+// a C library's I/O completing after the step timed out, on a thread of
+// its own.
+func TestRefusedSuccessTakesValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, l *vm.Loop, clk *vm.ManualClock) bool // reports what the C code saw: taken
+	}{
+		{"NULL record, no call", func(t *testing.T, l *vm.Loop, _ *vm.ManualClock) bool {
+			root := l.NewSteps()
+			defer root.Release()
+			return ctest.CompleteObject(ffi.Binary(root), nil)
+		}},
+		{"stale record, between passes", func(t *testing.T, l *vm.Loop, _ *vm.ManualClock) bool {
+			root := l.NewSteps()
+			ctest.AddWait(ffi.Binary(root))
+			root.Execute()
+			l.RunUntilIdle()
+			rec := ctest.Waiting()
+			root.Cancel()
+			l.RunUntilIdle()
+			root.Release()
+			return ctest.CompleteObject(rec, rec)
+		}},
+		{"late, from another thread, after a timeout", func(t *testing.T, l *vm.Loop, clk *vm.ManualClock) bool {
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.SetTimeout(time.Second)
+				ctest.AddWait(ffi.Binary(as))
+			})
+			f := root.Promise()
+			l.RunUntilIdle()
+			rec := ctest.Waiting()
+			clk.Advance(2 * time.Second)
+			l.RunUntilIdle()
+			expectError(t, f, vm.Timeout, "")
+			root.Release()
+			taken := make(chan bool)
+			go func() { taken <- ctest.CompleteObject(rec, rec) }()
+			return <-taken
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, clk := newLoop()
+			base := l.Stats()
+			before := ctest.ObjectCleanups()
+			taken := tc.run(t, l, clk)
+			l.RunUntilIdle()
+			if n := ctest.ObjectCleanups() - before; !taken || n != 1 {
+				t.Errorf("taken %v, %d cleanups; want taken, 1", taken, n)
+			}
+			if s := l.Stats(); s.RunningRoots != 0 || s.Timers != 0 || s.ArenaInUse != base.ArenaInUse || ffi.RecordsInUse(l) != 0 {
+				t.Errorf("stats %+v, baseline %+v, records in use %d", s, base, ffi.RecordsInUse(l))
+			}
+		})
+	}
+}
+
+// A C step whose success is refused (after its handle_error, through a
+// NULL or stale record) loses its values all the same: a custom object of
+// its own is cleaned up once, at once; the values it was lent (a string, a
+// custom object), passed back, stay stepvm's, untouched, and the custom
+// object among them is cleaned up once, as the step returns without having
+// passed it on.
+func TestRefusedSuccessInCStep(t *testing.T) {
+	var stale unsafe.Pointer
+	{
+		l, _ := newLoop()
+		root := l.NewSteps()
+		ctest.AddWait(ffi.Binary(root))
+		root.Execute()
+		l.RunUntilIdle()
+		stale = ctest.Waiting()
+		root.Cancel()
+		l.RunUntilIdle()
+		root.Release()
+	}
+	const nullInfo = "success with a NULL FutoInAsyncSteps"
+	const staleInfo = "success through a FutoInAsyncSteps whose step or root has ended"
+	for _, tc := range []struct {
+		name   string
+		mode   int
+		target unsafe.Pointer
+		code   string
+		info   string
+	}{
+		{"after handle_error", ctest.RefusedAfterError, nil, "Failed", "before success"},
+		{"NULL record", ctest.RefusedThroughTarget, nil, vm.InternalError, nullInfo},
+		{"stale record", ctest.RefusedThroughTarget, stale, vm.InternalError, staleInfo},
+		{"lent, after handle_error", ctest.RefusedLentAfterError, nil, "Failed", "before success"},
+		{"lent, NULL record", ctest.RefusedLentThroughTarget, nil, vm.InternalError, nullInfo},
+		{"lent, stale record", ctest.RefusedLentThroughTarget, stale, vm.InternalError, staleInfo},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lent := tc.mode == ctest.RefusedLentAfterError || tc.mode == ctest.RefusedLentThroughTarget
+			l, _ := newLoop()
+			base := l.Stats()
+			ctest.ResetTrace()
+			ctest.ResetCleanups()
+			before := ctest.ObjectCleanups()
+			root := l.NewSteps()
+			if lent {
+				ctest.Emit(ffi.Binary(root), 5) // a custom object
+				root.Add(func(as vm.AsyncSteps, args vm.Args) { as.Success(vm.Str("lent"), args.Get(1)) })
+			}
+			ctest.AddRefusedSuccess(ffi.Binary(root), tc.mode, tc.target)
+			f := root.Promise()
+			l.RunUntilIdle()
+			expectError(t, f, tc.code, tc.info)
+			root.Release()
+			l.RunUntilIdle()
+			if lent {
+				expectLines(t, "C", takeTrace(), "lent kept 1")
+				if n := ctest.Cleanups(); n != 1 {
+					t.Errorf("lent object: %d cleanups, want 1", n)
+				}
+			} else {
+				expectLines(t, "C", takeTrace(), "taken 1")
+				if n := ctest.ObjectCleanups() - before; n != 1 {
+					t.Errorf("%d cleanups, want 1", n)
+				}
+			}
+			if s := l.Stats(); s.RunningRoots != 0 || s.ArenaInUse != base.ArenaInUse || ffi.RecordsInUse(l) != 0 {
+				t.Errorf("stats %+v, baseline %+v, records in use %d", s, base, ffi.RecordsInUse(l))
+			}
+		})
+	}
+}
+
+// A custom object C passes to success from another thread through the
+// record of a Go step that does not wait is taken, and the step fails
+// (the misuse of its Resumer): the object's cleanup runs once.
+func TestRefusedSuccessFromAfarOfStepThatDoesNotWait(t *testing.T) {
+	l, _ := newLoop()
+	before := ctest.ObjectCleanups()
+	var rec unsafe.Pointer
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		rec = ffi.Binary(as)
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() })
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	taken := make(chan bool)
+	go func() { taken <- ctest.CompleteObject(rec, rec) }()
+	if !<-taken {
+		t.Fatal("success left the object to C")
+	}
+	l.RunUntilIdle()
+	if _, err := result(t, f); err == nil {
+		t.Fatal("the flow succeeded")
+	}
+	root.Release()
+	for i := 0; i < 50 && ctest.ObjectCleanups()-before == 0; i++ {
+		runtime.GC()
+		runtime.Gosched()
+		l.RunUntilIdle()
+	}
+	if n := ctest.ObjectCleanups() - before; n != 1 {
+		t.Errorf("%d cleanups, want 1", n)
+	}
+}
