@@ -141,8 +141,11 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 // successAway is success from a thread that is not the goroutine of e's
 // loop: the step's Resumer completes it, and the loop runs it on. No C
 // call of the loop lends this thread values, and the loop's state is not
-// to be touched: the values are converted by a state of their own that
-// lends none, and the cleanups of those copied run for no loop.
+// to be touched: the values are converted by the state of the loop whose
+// C call runs on this thread, which may have lent them, as success on a
+// loop's own goroutine does for a step of another loop; with none, by a
+// state of their own that lends none, and the cleanups of those copied run
+// for no loop.
 func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 	c, res, ok := beginAway(e, gen, cur, "success")
 	if !ok {
@@ -150,9 +153,12 @@ func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 		return
 	}
 	defer c.done()
-	off := loopState{res: e.ls.res}
+	ls := c.ls
+	if ls == nil {
+		ls = &loopState{res: e.ls.res}
+	}
 	var vals [vm.MaxArgs]vm.Value
-	n, bad := fromC(&off, args, &vals)
+	n, bad := fromC(ls, args, &vals)
 	if bad != "" {
 		c.failAway(e, gen, res, "success: "+bad)
 		return

@@ -179,3 +179,53 @@ func TestRefusedSuccessFromAfarOfStepThatDoesNotWait(t *testing.T) {
 		t.Errorf("%d cleanups, want 1", n)
 	}
 }
+
+// A C step of one loop passes a custom object it was lent on to the
+// waiting step of a loop another goroutine runs: the object goes on as it
+// is, as to a step of its own loop, and its cleanup runs once, when the
+// receiver releases it. It used to become a second Object of the same C
+// object, cleaned up when the lending step returned and again by the
+// receiver.
+func TestLentObjectPassedToAnotherLoopsThread(t *testing.T) {
+	ctest.ResetCleanups()
+	ctest.ResetTrace()
+	recs := make(chan unsafe.Pointer)
+	got := make(chan any, 1)
+	done := make(chan error)
+	go func() {
+		l := vm.NewLoop()
+		root := l.NewSteps()
+		ctest.AddWait(ffi.Binary(root))
+		root.Add(func(_ vm.AsyncSteps, args vm.Args) { got <- args.Get(0).Any() })
+		f := root.Promise()
+		l.RunUntilIdle()
+		recs <- ctest.Waiting()
+		done <- runFor(l, f)
+	}()
+	target := <-recs
+	l, _ := newLoop()
+	root := l.NewSteps()
+	ctest.Emit(ffi.Binary(root), 5) // a custom object
+	root.Add(func(as vm.AsyncSteps, args vm.Args) { as.Success(args.Get(1)) })
+	ctest.AddRefusedSuccess(ffi.Binary(root), ctest.RefusedLentThroughTarget, target)
+	f := root.Promise()
+	l.RunUntilIdle()
+	if _, err := result(t, f); err != nil {
+		t.Fatal(err)
+	}
+	root.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	o, ok := (<-got).(*ffi.Object)
+	if !ok {
+		t.Fatal("the other loop's step got no Object")
+	}
+	if n := ctest.Cleanups(); n != 0 {
+		t.Fatalf("%d cleanups while the other loop's flow holds the object", n)
+	}
+	o.Release()
+	if n := ctest.Cleanups(); n != 1 {
+		t.Fatalf("%d cleanups, want 1", n)
+	}
+}
