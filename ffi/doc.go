@@ -98,9 +98,9 @@
 // whose cleanup runs exactly once. success takes the values: it empties the
 // caller's FutoInArgs, also when it is refused (a NULL or stale record, as
 // of a completion that comes after the step timed out; a call ignored
-// after handle_error), and then runs their cleanups at once. Values lent
-// to the calling C step that it passes back stay as they are: they are
-// stepvm's.
+// after handle_error) or fails on a value it cannot read, and then runs
+// their cleanups at once. Values lent to the calling C step that it passes
+// back stay as they are: they are stepvm's.
 //
 // # Synchronization
 //

@@ -76,7 +76,8 @@ func TestRefusedSuccessTakesValues(t *testing.T) {
 }
 
 // A C step whose success is refused (after its handle_error, through a
-// NULL or stale record) loses its values all the same: a custom object of
+// NULL or stale record, with a value it cannot read) loses its values all
+// the same: a custom object of
 // its own is cleaned up once, at once; the values it was lent (a string, a
 // custom object), passed back, stay stepvm's, untouched, and the custom
 // object among them is cleaned up once, as the step returns without having
@@ -106,12 +107,15 @@ func TestRefusedSuccessInCStep(t *testing.T) {
 		{"after handle_error", ctest.RefusedAfterError, nil, "Failed", "before success"},
 		{"NULL record", ctest.RefusedThroughTarget, nil, vm.InternalError, nullInfo},
 		{"stale record", ctest.RefusedThroughTarget, stale, vm.InternalError, staleInfo},
+		{"unreadable value", ctest.RefusedBadValue, nil, vm.InternalError, "success: argument 0: unknown type tag 0x12 (arrays of base type 2 are not supported)"},
+		{"lent, after an unreadable value", ctest.RefusedLentAfterBadValue, nil, vm.InternalError, "success: argument 0: unknown type tag 0x12 (arrays of base type 2 are not supported)"},
+		{"lent, before an unreadable value", ctest.RefusedLentBeforeBadValue, nil, vm.InternalError, "success: argument 3: unknown type tag 0x12 (arrays of base type 2 are not supported)"},
 		{"lent, after handle_error", ctest.RefusedLentAfterError, nil, "Failed", "before success"},
 		{"lent, NULL record", ctest.RefusedLentThroughTarget, nil, vm.InternalError, nullInfo},
 		{"lent, stale record", ctest.RefusedLentThroughTarget, stale, vm.InternalError, staleInfo},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lent := tc.mode == ctest.RefusedLentAfterError || tc.mode == ctest.RefusedLentThroughTarget
+			lent := tc.mode >= ctest.RefusedLentAfterError && tc.mode != ctest.RefusedBadValue
 			l, _ := newLoop()
 			base := l.Stats()
 			ctest.ResetTrace()
@@ -128,12 +132,18 @@ func TestRefusedSuccessInCStep(t *testing.T) {
 			expectError(t, f, tc.code, tc.info)
 			root.Release()
 			l.RunUntilIdle()
-			if lent {
+			switch {
+			case tc.mode == ctest.RefusedLentAfterBadValue || tc.mode == ctest.RefusedLentBeforeBadValue:
+				expectLines(t, "C", takeTrace(), "taken 1")
+				if n, m := ctest.Cleanups(), ctest.ObjectCleanups()-before; n != 1 || m != 1 {
+					t.Errorf("lent object: %d cleanups, unreadable value: %d; want 1 each", n, m)
+				}
+			case lent:
 				expectLines(t, "C", takeTrace(), "lent kept 1")
 				if n := ctest.Cleanups(); n != 1 {
 					t.Errorf("lent object: %d cleanups, want 1", n)
 				}
-			} else {
+			default:
 				expectLines(t, "C", takeTrace(), "taken 1")
 				if n := ctest.ObjectCleanups() - before; n != 1 {
 					t.Errorf("%d cleanups, want 1", n)

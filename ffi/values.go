@@ -197,10 +197,11 @@ func (ls *loopState) unlend(p unsafe.Pointer, size int) {
 
 // What success does with a value it took.
 const (
-	dispCopied = iota // copied into Go: run its cleanup
+	dispUnread = iota // after an unusable one: taken, unless lent (discard)
+	dispCopied        // copied into Go: run its cleanup
 	dispOwned         // a new Object owns it
 	dispLent          // a value stepvm lent to the C step, passed back
-	dispBad           // unusable: left alone
+	dispBad           // unusable: success fails, but takes it as copied
 )
 
 // maxBytes bounds the arrays success accepts: a length beyond it is taken
@@ -210,7 +211,8 @@ const maxBytes = 1 << 30
 // fromC takes the values of a C success into vals, through ls, the loop
 // whose C call lent values (if any): it converts them, runs the cleanup of
 // those it copied, and empties args, which now belong to stepvm. It returns
-// the number of values, or why they are unusable.
+// the number of values, or why they are unusable: it then takes them all
+// the same, as discard does.
 func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, string) {
 	if args == nil || args == &C.stepvm_no_args {
 		// The empty FutoInArgs lent to steps without values is const C
@@ -227,6 +229,7 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 	}
 	var disp [vm.MaxArgs]int
 	var bad string
+	fwd := ls.forwarded
 	for i := range n {
 		if a[i].typ == nil {
 			continue
@@ -240,7 +243,8 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 		b := &a[i]
 		switch {
 		case b.typ == nil:
-		case disp[i] == dispCopied:
+		case disp[i] == dispUnread && ls.lentValue(b):
+		case disp[i] == dispUnread || disp[i] == dispCopied || disp[i] == dispBad:
 			C.stepvm_cleanup_arg((*C.FutoInBinaryValue)(unsafe.Pointer(b)), ls.id)
 		case disp[i] == dispOwned && bad != "":
 			vals[i].Any().(*Object).Release()
@@ -248,6 +252,9 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 		*b = binval{}
 	}
 	if bad != "" {
+		// The lent values read are not passed on: the step releases
+		// them as it returns.
+		ls.forwarded = fwd
 		*vals = [vm.MaxArgs]vm.Value{}
 		return 0, bad
 	}

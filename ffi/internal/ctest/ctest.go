@@ -196,12 +196,19 @@ func CompleteObject(through, p unsafe.Pointer) bool {
 // record after handle_error, or through the target record; with a custom
 // object ObjectCleanups counts (it prints "taken 1" when success emptied
 // the FutoInArgs), or with the values it was lent (it prints "lent kept 1"
-// when success left them alone).
+// when success left them alone). RefusedBadValue calls success through
+// its own record with a value of a type the interface does not have (an
+// array of strings), with a cleanup ObjectCleanups counts;
+// RefusedLentAfterBadValue passes after it the values it was lent, and
+// RefusedLentBeforeBadValue before it.
 const (
 	RefusedAfterError = iota
 	RefusedThroughTarget
 	RefusedLentAfterError
 	RefusedLentThroughTarget
+	RefusedBadValue
+	RefusedLentAfterBadValue
+	RefusedLentBeforeBadValue
 )
 
 // AddRefusedSuccess adds to p a C step that calls success as mode says.

@@ -146,6 +146,22 @@ static int pass_object(FutoInAsyncSteps* through, FutoInAsyncSteps* bsi)
     return out.arg0.type == NULL;
 }
 
+// pass_bad passes a value of a type the interface does not have, with a
+// cleanup count_object counts, as value at, and the others of lent, if
+// any.
+static int pass_bad(FutoInAsyncSteps* bsi, const FutoInArgs* lent, int at)
+{
+    static const FutoInType bad_type = {FTN_TYPE_ARRAY | FTN_TYPE_STRING, count_object};
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    if (lent) {
+        out = *lent;
+    }
+    out.args[at].type = &bad_type;
+    bsi->api->success(bsi, &out);
+    return out.args[at].type == NULL;
+}
+
 int ctest_complete_object(FutoInAsyncSteps* through, FutoInAsyncSteps* bsi)
 {
     return pass_object(through, bsi);
@@ -156,6 +172,10 @@ static FutoInAsyncSteps* refused_target;
 static void refused_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     int mode = (int)(intptr_t)data;
+    if (mode >= 4) {
+        ctest_sayf("taken %d", pass_bad(bsi, mode >= 5 ? args : NULL, mode == 6 ? 3 : 0));
+        return;
+    }
     FutoInAsyncSteps* target = mode & 1 ? refused_target : bsi;
     if (!(mode & 1)) {
         bsi->api->handle_error(bsi, "Failed", "before success");
