@@ -225,11 +225,14 @@ func TestXLoopResumersFromOtherLoopsSteps(t *testing.T) {
 	const n = 300
 	ress := make(chan vm.Resumer, n)
 	roots := make(chan vm.AsyncSteps, n)
+	// A root goes to the poker once its step has handed B its Resumer: a
+	// Cancel or Release before the step ran would leave a step of B
+	// waiting for a Resumer that never comes.
 	build := func(root vm.AsyncSteps) {
-		roots <- root
 		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
 			ress <- as.Resumer()
 			as.SetTimeout(time.Duration(1+len(ress)%5) * time.Millisecond)
+			roots <- root
 		})
 		root.Add(func(as vm.AsyncSteps, a vm.Args) { as.Success(vm.Int(a.Int(0) + 1)) })
 	}
