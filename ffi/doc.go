@@ -77,7 +77,8 @@
 // through an expired one. (The record takes the step's Resumer when C
 // makes it wait; for a Go step that waits through its handle, the loop
 // takes it when the outcome arrives, and a step that does not wait then
-// fails with InternalError, as the misuse of its Resumer.)
+// fails with InternalError, as the misuse of its Resumer, as does the flow
+// of a record that names no step, a root's or an accessor's.)
 // isValid and is_same_thread answer on any thread too. The other calls
 // belong to the loop's thread, as vm.AsyncSteps methods belong to its
 // goroutine.

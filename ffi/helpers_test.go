@@ -4,6 +4,7 @@ package ffi_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,20 @@ func expectError(t *testing.T, f *vm.Future, code, info string) {
 	e, ok := err.(*vm.Error)
 	if !ok || e.Code != code || e.Info != info {
 		t.Fatalf("flow error = %#v, want %s: %s", err, code, info)
+	}
+}
+
+// expectObjectCleanup checks that the cleanup of one custom object of
+// ctest runs after before was read, waiting for the collector when the
+// Object was dropped rather than released.
+func expectObjectCleanup(t *testing.T, l *vm.Loop, before int) {
+	t.Helper()
+	for i := 0; i < 50 && ctest.ObjectCleanups()-before == 0; i++ {
+		runtime.GC()
+		runtime.Gosched()
+		l.RunUntilIdle()
+	}
+	if n := ctest.ObjectCleanups() - before; n != 1 {
+		t.Errorf("%d cleanups, want 1", n)
 	}
 }

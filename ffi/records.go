@@ -207,17 +207,26 @@ func (e *entry) resumer(gen uint32) (vm.Resumer, bool) {
 // that waits through its handle), in the loop, which takes the step's
 // Resumer then, as C's waitExternal would have, if the record still names
 // the step. A step that does not wait then fails with InternalError, the
-// misuse of taking its Resumer; one that has ended is not touched.
+// misuse of taking its Resumer, and so does the flow of a record that
+// names no step (a root's, an accessor's), which no other thread can tell
+// (kind is the loop's); one that has ended is not touched.
 func (e *entry) finishAway(gen uint32, res vm.Resumer, complete func(vm.Resumer)) {
 	if res != (vm.Resumer{}) {
 		complete(res)
 		return
 	}
 	e.ls.l.Post(func() {
-		if e.gen.Load() == gen {
-			e.waits()
-			complete(e.res)
+		if e.gen.Load() != gen {
+			return
 		}
+		if e.kind != kindFrame {
+			if as, ok := e.resolve(); ok {
+				as.Resumer() // reports the misuse
+			}
+			return
+		}
+		e.waits()
+		complete(e.res)
 	})
 }
 

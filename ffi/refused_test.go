@@ -3,7 +3,6 @@
 package ffi_test
 
 import (
-	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -180,14 +179,7 @@ func TestRefusedSuccessFromAfarOfStepThatDoesNotWait(t *testing.T) {
 		t.Fatal("the flow succeeded")
 	}
 	root.Release()
-	for i := 0; i < 50 && ctest.ObjectCleanups()-before == 0; i++ {
-		runtime.GC()
-		runtime.Gosched()
-		l.RunUntilIdle()
-	}
-	if n := ctest.ObjectCleanups() - before; n != 1 {
-		t.Errorf("%d cleanups, want 1", n)
-	}
+	expectObjectCleanup(t, l, before)
 }
 
 // A C step of one loop passes a custom object it was lent on to the

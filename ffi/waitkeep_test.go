@@ -4,6 +4,7 @@ package ffi_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -159,5 +160,73 @@ func TestGoStepCompletedThroughRecordFromAnotherThread(t *testing.T) {
 				t.Errorf("stats %+v, records in use %d", s, ffi.RecordsInUse(l))
 			}
 		})
+	}
+}
+
+// C completes from another thread, with a custom object, through a record
+// that names no step (a root's, a parallel accessor's) of a flow that
+// waits: the flow fails with InternalError, as that of a Go step that does
+// not wait does, whether the thread runs no C call or a C step of another
+// loop. The completion used to go to the loop, which found no step to
+// take a Resumer of and dropped it, unheard: the flow waited on. From
+// another loop's C step, it had failed that step before the loop began to
+// take such completions.
+func TestCompletionFromAfarThroughRecordOfNoStep(t *testing.T) {
+	for _, rec := range []string{"root", "accessor"} {
+		for _, from := range []string{"thread", "C step of another loop"} {
+			t.Run(rec+", "+from, func(t *testing.T) {
+				l, _ := newLoop()
+				before := ctest.ObjectCleanups()
+				var p unsafe.Pointer
+				root := l.NewSteps()
+				if rec == "root" {
+					p = ffi.Binary(root)
+					root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() })
+				} else {
+					root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+						par := as.Parallel()
+						p = ffi.Binary(par)
+						par.Add(func(as vm.AsyncSteps, _ vm.Args) { as.WaitExternal() })
+					})
+				}
+				f := root.Promise()
+				l.RunUntilIdle()
+				done := make(chan error)
+				go func() {
+					if from == "thread" {
+						ctest.CompleteObject(p, p)
+						done <- nil
+						return
+					}
+					lb, _ := newLoop()
+					rb := lb.NewSteps()
+					ctest.AddRefusedSuccess(ffi.Binary(rb), ctest.RefusedThroughTarget, p)
+					fb := rb.Promise()
+					lb.RunUntilIdle()
+					_, err := fb.Wait(context.Background())
+					done <- err
+				}()
+				if err := <-done; err != nil {
+					t.Fatalf("the other loop's C step failed: %v", err)
+				}
+				l.RunUntilIdle()
+				select {
+				case <-f.Done():
+				default:
+					t.Fatal("the flow waits on: the completion went unheard")
+				}
+				if _, err := f.Wait(context.Background()); !errors.Is(err, vm.ErrInternal) {
+					t.Fatalf("flow = %v, want InternalError", err)
+				}
+				root.Release()
+				// The object, dropped with the completion, is cleaned up
+				// once its Object is collected: wait, or the cleanup would
+				// count in another test.
+				expectObjectCleanup(t, l, before)
+				if s := l.Stats(); s.RunningRoots != 0 || ffi.RecordsInUse(l) != 0 {
+					t.Errorf("stats %+v, records in use %d", s, ffi.RecordsInUse(l))
+				}
+			})
+		}
 	}
 }
