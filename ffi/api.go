@@ -163,7 +163,12 @@ func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 		c.failAway(e, gen, res, "success: "+bad)
 		return
 	}
-	e.finishAway(gen, res, func(r vm.Resumer) { r.Success(vals[:n]...) })
+	if res != (vm.Resumer{}) { // finishAway's common case, without its closure
+		res.Success(vals[:n]...)
+		return
+	}
+	late := vals // the closure's own copy: vals stays on the stack
+	e.finishAway(gen, res, func(r vm.Resumer) { r.Success(late[:n]...) })
 }
 
 // fail fails the flow of the call with InternalError and info: at once
