@@ -168,7 +168,23 @@ func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 		return
 	}
 	late := vals // the closure's own copy: vals stays on the stack
-	e.finishAway(gen, res, func(r vm.Resumer) { r.Success(late[:n]...) })
+	e.finishAway(gen, res, func(r vm.Resumer) {
+		if !r.Success(late[:n]...) {
+			releaseObjects(late[:n]) // refused on the loop: success takes its values all the same
+		}
+	})
+}
+
+// releaseObjects releases the custom objects among vals, which no step
+// took: on the loop's goroutine.
+func releaseObjects(vals []vm.Value) {
+	for _, v := range vals {
+		if v.Kind() == vm.KindAny {
+			if o, ok := v.Any().(*Object); ok {
+				o.Release()
+			}
+		}
+	}
 }
 
 // fail fails the flow of the call with InternalError and info: at once

@@ -217,12 +217,14 @@ func (e *entry) finishAway(gen uint32, res vm.Resumer, complete func(vm.Resumer)
 	}
 	e.ls.l.Post(func() {
 		if e.gen.Load() != gen {
+			complete(vm.Resumer{}) // refused: the step has ended
 			return
 		}
 		if e.kind != kindFrame {
 			if as, ok := e.resolve(); ok {
 				as.Resumer() // reports the misuse
 			}
+			complete(vm.Resumer{})
 			return
 		}
 		e.waits()

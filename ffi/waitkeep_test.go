@@ -219,10 +219,7 @@ func TestCompletionFromAfarThroughRecordOfNoStep(t *testing.T) {
 					t.Fatalf("flow = %v, want InternalError", err)
 				}
 				root.Release()
-				// The object, dropped with the completion, is cleaned up
-				// once its Object is collected: wait, or the cleanup would
-				// count in another test.
-				expectObjectCleanup(t, l, before)
+				expectObjectCleanupNow(t, before) // by the loop that refused the completion
 				if s := l.Stats(); s.RunningRoots != 0 || ffi.RecordsInUse(l) != 0 {
 					t.Errorf("stats %+v, records in use %d", s, ffi.RecordsInUse(l))
 				}
