@@ -101,7 +101,10 @@
 // of a completion that comes after the step timed out; a call ignored
 // after handle_error) or fails on a value it cannot read, and then runs
 // their cleanups at once. Values lent to the calling C step that it passes
-// back stay as they are: they are stepvm's.
+// back stay as they are: they are stepvm's. So does a custom object lent to
+// a C step whose call runs on, passed on by C code that stepvm runs during
+// that call (a cancel handler, the cleanup of stack memory): it is valid
+// until that call returns.
 //
 // # Synchronization
 //

@@ -30,18 +30,24 @@ type loopState struct {
 	res *loopRes
 
 	// The innermost C call made for this loop: the frame it runs for (zero
-	// when it is not a step), the values lent to it, which of them it
-	// passed on, and the first panic a call back into stepvm recovered,
-	// raised again once the C function returns. While stash is set, calls
-	// back into stepvm are ignored: Go code would not have run them.
-	frame     vm.AsyncSteps
-	lent      vm.Args
-	forwarded uint8
-	stash     any
+	// when it is not a step), the values lent to it, and the first panic a
+	// call back into stepvm recovered, raised again once the C function
+	// returns. While stash is set, calls back into stepvm are ignored: Go
+	// code would not have run them.
+	frame vm.AsyncSteps
+	lent  vm.Args
+	stash any
 	// lentID stamps the Go values lent to the innermost C step, so that
 	// one C kept from an earlier call is told from the value lent at its
 	// position now (see cArgs); lends counts the stamps handed out.
 	lentID, lends uint64
+
+	// lentObjs holds the Objects lent to the C steps whose calls run, the
+	// innermost call's last, and which were passed on: not only the
+	// innermost call's, as what a step was lent stays valid while C code
+	// that stepvm runs during its call (a cancel handler, a cleanup) runs,
+	// which may pass it on as the step may.
+	lentObjs []lentObj
 
 	tracked int         // roots whose rootInfo is in use (not released or collected)
 	owned   []*rootInfo // roots newInstance made, which C owns until free
@@ -206,36 +212,41 @@ func (res *loopRes) untrack(v *cvar) bool {
 	return true
 }
 
+// lentObj is an Object lent to a C step whose call runs, and whether it
+// was passed on (success took it): the step then does not release it.
+type lentObj struct {
+	o      *Object
+	passed bool
+}
+
 // callSave is what a C call replaces in its loop's state.
 type callSave struct {
-	frame     vm.AsyncSteps
-	lent      vm.Args
-	forwarded uint8
-	stash     any
-	lentID    uint64
+	frame  vm.AsyncSteps
+	lent   vm.Args
+	stash  any
+	lentID uint64
 }
 
 // enter records the start of a C call for frame (zero if none) with the
 // values lent to it. The values keep their stamp: a call that lends new
 // ones stamps them (cArgs).
 func (ls *loopState) enter(frame vm.AsyncSteps, lent vm.Args) callSave {
-	s := callSave{ls.frame, ls.lent, ls.forwarded, ls.stash, ls.lentID}
-	ls.frame, ls.lent, ls.forwarded, ls.stash = frame, lent, 0, nil
+	s := callSave{ls.frame, ls.lent, ls.stash, ls.lentID}
+	ls.frame, ls.lent, ls.stash = frame, lent, nil
 	return s
 }
 
-// leave ends a C call and returns what it stashed and which lent values
-// it passed on.
-func (ls *loopState) leave(s callSave) (stash any, forwarded uint8) {
-	stash, forwarded = ls.stash, ls.forwarded
-	ls.frame, ls.lent, ls.forwarded, ls.stash, ls.lentID = s.frame, s.lent, s.forwarded, s.stash, s.lentID
-	return stash, forwarded
+// leave ends a C call and returns what it stashed.
+func (ls *loopState) leave(s callSave) any {
+	stash := ls.stash
+	ls.frame, ls.lent, ls.stash, ls.lentID = s.frame, s.lent, s.stash, s.lentID
+	return stash
 }
 
 // settle ends a C call and raises what it stashed: Error, Break, Continue
 // or a misuse, taking effect as the C function returns.
 func (ls *loopState) settle(s callSave) {
-	if p, _ := ls.leave(s); p != nil {
+	if p := ls.leave(s); p != nil {
 		panic(p)
 	}
 }

@@ -301,7 +301,7 @@ func (c callback) stateVariable(e *entry, data C.uintptr_t, name *C.char,
 	ls := e.ls
 	s := ls.enter(ls.frame, ls.lent)
 	value := C.stepvm_call_alloc(allocate, data, ls.id)
-	p, _ := ls.leave(s)
+	p := ls.leave(s)
 	cv := &cvar{value: value, data: data, cleanup: cleanup}
 	if ri.as != root {
 		// allocate freed the root: the variable has no root to live

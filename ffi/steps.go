@@ -36,25 +36,27 @@ func runStep(as vm.AsyncSteps, args vm.Args, f C.FutoInAsyncSteps_execute_callba
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
 	s := ls.enter(as, args)
+	objs := len(ls.lentObjs)
 	ca, size := ls.cArgs(args)
 	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
 	ls.unlend(unsafe.Pointer(ca), size)
-	ls.settleStep(s)
+	ls.settleStep(s, objs)
 }
 
-// settleStep ends a C step's call: the custom objects lent to it that it
-// did not pass on are released (it could not keep them: FutoInArgs is
-// const), then what it raised is raised.
-func (ls *loopState) settleStep(s callSave) {
-	lent := ls.lent
-	p, fwd := ls.leave(s)
-	for i := range lent.Len() {
-		if v := lent.Get(i); v.Kind() == vm.KindAny && fwd&(1<<i) == 0 {
-			if o, ok := v.Any().(*Object); ok {
-				o.Release()
-			}
+// settleStep ends a C step's call: the custom objects lent to it (those
+// of lentObjs from objs on) that were not passed on are released (it could
+// not keep them: FutoInArgs is const), then what it raised is raised.
+func (ls *loopState) settleStep(s callSave, objs int) {
+	p := ls.leave(s)
+	// By index: lentObjs is in use while a cleanup's C code runs.
+	for i, n := objs, len(ls.lentObjs); i < n; i++ {
+		lo := ls.lentObjs[i]
+		ls.lentObjs[i] = lentObj{}
+		if !lo.passed {
+			lo.o.Release()
 		}
 	}
+	ls.lentObjs = ls.lentObjs[:objs]
 	if p != nil {
 		panic(p)
 	}

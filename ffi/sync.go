@@ -201,7 +201,7 @@ func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) any {
 	bsi := bindFrame(ls, as)
 	s := ls.enter(as, vm.Args{})
 	C.stepvm_call_sync(f, bsi, cs.p, ls.id)
-	p, _ := ls.leave(s)
+	p := ls.leave(s)
 	return p
 }
 

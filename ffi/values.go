@@ -138,8 +138,9 @@ func (res *loopRes) takeOrphans() []*objState { return take(res, &res.orphans) }
 
 // cArgs returns the values of args as a FutoInArgs in the loop's scratch
 // memory, for the C call just entered, and its size: the caller gives it
-// back (unlend) once the call has returned. It stamps the call anew, so
-// that a Go value lent to an earlier call is refused (see object).
+// back (unlend) once the call has returned, and the Objects among them,
+// which it adds to lentObjs (settleStep). It stamps the call anew, so that
+// a Go value lent to an earlier call is refused (see object).
 func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
 	ls.lends++
 	ls.lentID = ls.lends
@@ -175,6 +176,7 @@ func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
 		case vm.KindAny:
 			if o, ok := v.Any().(*Object); ok {
 				b.typ, b.u, b.custom, b.length = o.st.typ, o.st.u, o.st.custom, o.st.length
+				ls.lentObjs = append(ls.lentObjs, lentObj{o: o})
 				break
 			}
 			// A Go value is opaque to C, which may only pass it on: the
@@ -200,7 +202,7 @@ const (
 	dispUnread = iota // after an unusable one: taken, unless lent (discard)
 	dispCopied        // copied into Go: run its cleanup
 	dispOwned         // a new Object owns it
-	dispLent          // a value stepvm lent to the C step, passed back
+	dispLent          // a value stepvm lent to a C step, passed back
 	dispBad           // unusable: success fails, but takes it as copied
 )
 
@@ -229,7 +231,6 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 	}
 	var disp [vm.MaxArgs]int
 	var bad string
-	fwd := ls.forwarded
 	for i := range n {
 		if a[i].typ == nil {
 			continue
@@ -243,6 +244,8 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 		b := &a[i]
 		switch {
 		case b.typ == nil:
+		case disp[i] == dispLent && bad == "":
+			ls.passOn(b)
 		case disp[i] == dispUnread && ls.lentValue(b):
 		case disp[i] == dispUnread || disp[i] == dispCopied || disp[i] == dispBad:
 			C.stepvm_cleanup_arg((*C.FutoInBinaryValue)(unsafe.Pointer(b)), ls.id)
@@ -252,9 +255,8 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 		*b = binval{}
 	}
 	if bad != "" {
-		// The lent values read are not passed on: the step releases
-		// them as it returns.
-		ls.forwarded = fwd
+		// The lent values read are not passed on (passOn): the step
+		// releases them as it returns.
 		*vals = [vm.MaxArgs]vm.Value{}
 		return 0, bad
 	}
@@ -313,46 +315,49 @@ func plainValue(b *binval) (vm.Value, int, string) {
 }
 
 // object converts a custom object: one stepvm lent to the running C step
-// comes back as it was; any other becomes an Object.
+// (an Object, to any C step whose call runs) comes back as it was; any
+// other becomes an Object.
 func (ls *loopState) object(b *binval) (vm.Value, int, string) {
 	if b.typ == &C.stepvm_go_value_type {
 		k := int(b.custom) - 1
 		if k < 0 || k >= ls.lent.Len() || b.u != ls.lentID || ls.lent.Get(k).Kind() != vm.KindAny {
 			return vm.Value{}, dispBad, "a Go value can only be passed on by the C step it was passed to, during that call"
 		}
-		ls.forwarded |= 1 << k
 		return ls.lent.Get(k), dispLent, ""
 	}
 	if k := ls.lentObject(b); k >= 0 {
-		ls.forwarded |= 1 << k
-		return ls.lent.Get(k), dispLent, ""
+		return vm.Any(ls.lentObjs[k].o), dispLent, ""
 	}
 	return vm.Any(newObject(ls.res, b)), dispOwned, ""
 }
 
-// lentObject returns the position of the Object lent to the running C
-// step that b is, or -1.
+// lentObject returns the position in lentObjs of the Object lent to a C
+// step whose call runs that b is, the innermost call's first, or -1.
 func (ls *loopState) lentObject(b *binval) int {
-	for k := range ls.lent.Len() {
-		v := ls.lent.Get(k)
-		if v.Kind() != vm.KindAny {
-			continue
-		}
-		if o, ok := v.Any().(*Object); ok && o.st.typ == b.typ && o.st.u == b.u && o.st.custom == b.custom {
+	for k := len(ls.lentObjs) - 1; k >= 0; k-- {
+		if o := ls.lentObjs[k].o; o != nil && o.st.typ == b.typ && o.st.u == b.u && o.st.custom == b.custom {
 			return k
 		}
 	}
 	return -1
 }
 
+// passOn marks the lent Object that b is, if it is one, as passed on: the
+// step it was lent to does not release it.
+func (ls *loopState) passOn(b *binval) {
+	if k := ls.lentObject(b); k >= 0 {
+		ls.lentObjs[k].passed = true
+	}
+}
+
 // discard takes the values of a success refused unread (a NULL or stale
 // record, a call ignored after handle_error): success takes its values,
 // accepted or not, or a late completion, a C library's commonest, would
 // leak those with a cleanup. Their cleanups run for the C call of loop cur
-// (0: none), and args is emptied, but for the values lent to that call
-// (ls, its loop's state; nil: none), which are left as they are: they are
-// stepvm's still, the call may read them on, and a custom object among
-// them is released as the call returns (settleStep).
+// (0: none), and args is emptied, but for the values lent to the C calls
+// of ls (its loop's state; nil: none) that run, which are left as they
+// are: they are stepvm's still, the calls may read them on, and a custom
+// object among them is released as its call returns (settleStep).
 func discard(ls *loopState, args *C.FutoInArgs, cur C.uint32_t) {
 	if args == nil || args == &C.stepvm_no_args {
 		return // const C memory; see fromC
@@ -366,9 +371,9 @@ func discard(ls *loopState, args *C.FutoInArgs, cur C.uint32_t) {
 	}
 }
 
-// lentValue reports whether b is a value lent to the C call of ls (nil:
+// lentValue reports whether b is a value lent to a C call of ls (nil:
 // none): one of stepvm's own types, which only such values have, or a
-// custom object lent to the call.
+// custom object lent to a C step whose call runs.
 func (ls *loopState) lentValue(b *binval) bool {
 	base := uintptr(unsafe.Pointer(&C.stepvm_base_types[0]))
 	switch t := uintptr(unsafe.Pointer(b.typ)); {

@@ -365,3 +365,28 @@ func StackEndsRoot(host unsafe.Pointer, free, fail bool) {
 	C.ctest_stack_ends_root(bsi(host), cbool(free), cbool(fail))
 }
 func StackEndsRootFree() { C.ctest_stack_ends_root_free() }
+
+// Modes of AddNest: the C step that is lent a custom object passes it to
+// success from C code stepvm runs during its call: the cancel handler of
+// the step AddNestWait added to the root other, which it cancels; the
+// allocate function of a state variable it makes; the cleanup of stack
+// memory it takes, which runs as its success ends its frame.
+const (
+	NestCancel = iota
+	NestAlloc
+	NestStack
+)
+
+// AddNest adds to p a C step that succeeds with a custom object, whose
+// cleanups NestCleanups counts, and a C step, lent the object, that has
+// it passed to success through target (a waiting step's record, or NULL)
+// as mode says.
+func AddNest(p unsafe.Pointer, mode int, other, target unsafe.Pointer) {
+	C.ctest_add_nest(bsi(p), C.int(mode), bsi(other), bsi(target))
+}
+
+// AddNestWait adds to p a C step that waits with a cancel handler for
+// AddNest's NestCancel.
+func AddNestWait(p unsafe.Pointer) { C.ctest_add_nest_wait(bsi(p)) }
+
+func NestCleanups() int { return int(C.ctest_nest_cleanups()) }

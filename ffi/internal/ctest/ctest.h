@@ -98,6 +98,11 @@ void ctest_execute_refused(FutoInAsyncSteps* target);
 void ctest_add_execute(FutoInAsyncSteps* bsi, FutoInAsyncSteps* target);
 void ctest_execute_retrying(FutoInAsyncSteps* root);
 
+/* nest.c */
+void ctest_add_nest(FutoInAsyncSteps* bsi, int mode, FutoInAsyncSteps* other, FutoInAsyncSteps* target);
+void ctest_add_nest_wait(FutoInAsyncSteps* bsi);
+int ctest_nest_cleanups(void);
+
 /* unhandled.c */
 void ctest_unhandled_nested(FutoInAsyncSteps* failing, FutoInAsyncSteps* caller,
         int in_error, int through, int what);
