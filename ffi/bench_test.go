@@ -100,3 +100,49 @@ func TestFFISimpleZeroAllocs(t *testing.T) {
 		}
 	}
 }
+
+// A C step that waits through its record, completed by C from a thread
+// that does not run its loop (the Resumer the record took, through the
+// loop's ring), allocates nothing on the Go heap either.
+func TestFFICompletionFromAnotherThreadZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	l := vm.NewLoop()
+	// The loop runs on a goroutine of its own, a pass at a time on
+	// request, so that this one completes its steps from elsewhere.
+	pass, passed := make(chan struct{}), make(chan struct{})
+	go func() {
+		for range pass {
+			l.RunUntilIdle()
+			passed <- struct{}{}
+		}
+	}()
+	defer close(pass)
+	run := func() { pass <- struct{}{}; <-passed }
+	completed := 0
+	count := func(vm.AsyncSteps, vm.Args) { completed++ }
+	root := l.NewSteps()
+	root.Loop(func(as vm.AsyncSteps) {
+		ctest.AddWait(ffi.Binary(as))
+		as.Add(count)
+	})
+	root.Execute()
+	run()
+	flow := func() {
+		ctest.Complete(ctest.Waiting(), "") // away: this goroutine runs no pass
+		run()
+	}
+	for range 2000 {
+		flow()
+	}
+	before := completed
+	if n := testing.AllocsPerRun(2000, flow); n != 0 {
+		t.Errorf("%v allocations per completion, want 0", n)
+	}
+	if completed-before != 2001 {
+		t.Errorf("%d steps completed, want 2001", completed-before)
+	}
+	root.Cancel()
+	run()
+}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
-	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"weak"
@@ -385,21 +385,28 @@ func (l *Loop) claim() {
 }
 
 // goid returns the current goroutine's id, parsed from its stack header.
+// The header's buffer comes from a pool: runtime.Stack makes one on the
+// stack escape, an allocation per call (IsSameThread is ffi's test of a
+// completion from another thread).
 func goid() int64 {
-	var buf [64]byte
+	buf := goidBufs.Get().(*[64]byte)
+	defer goidBufs.Put(buf)
 	s := buf[:runtime.Stack(buf[:], false)]
 	const prefix = "goroutine "
 	if len(s) <= len(prefix) {
 		return 0
 	}
-	s = s[len(prefix):]
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
+	var id int64
+	for _, c := range s[len(prefix):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + int64(c-'0')
 	}
-	id, _ := strconv.ParseInt(string(s[:end]), 10, 64)
 	return id
 }
+
+var goidBufs = sync.Pool{New: func() any { return new([64]byte) }}
 
 // inbound is one item handed to the loop by another goroutine: a Post, or
 // a Resumer's completion.
