@@ -14,7 +14,7 @@ import (
 // canceled. The root stays usable (State, Add, Execute) until Release.
 func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 	if l.cur == rootID(r) {
-		l.inline = false
+		l.cont = contNone
 	}
 	l.endEpoch(r)
 	if r.spawned { // the release cancels a run the end hook restarts
@@ -48,8 +48,8 @@ func (l *Loop) endEpoch(r *root) {
 }
 
 // endRun is freeNode(n), then finish(r, nil, "", false), for a flow whose
-// last step n has just completed in step's fast path (so r is l.cur), with
-// root frame b. It takes the common case in line: a run that has no slot in
+// last step n has just completed in the dispatch's fast path (runThread;
+// so r is l.cur), with root frame b. It takes the common case in line: a run that has no slot in
 // use but n's and nothing to report. Its steps mirror freeNode's, finish's
 // and resetRun's for that case: n's slot goes with the truncation of the
 // tables, and resetRun has no queue to free and a ready root to make idle.
@@ -67,7 +67,7 @@ func (l *Loop) endRun(r *root, b, n *Node) {
 	} else {
 		r.a.Recycle(unsafe.Pointer(n), opcodes.NodeSize)
 	}
-	l.inline = false
+	l.cont = contNone
 	l.endEpoch(r)
 	b.Seq = 0
 	allocsOf(b).Reset()

@@ -79,6 +79,10 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 // run queue is empty and the budget lasts, the steps the thread schedules
 // for itself. The thread stays the loop's current one (cur, curTh) after
 // the turn: pass restores them before it runs anything else.
+//
+// Its loop is the interpreter's dispatch: each round executes the next
+// instruction of th. It is written out here rather than called, a call
+// less per step.
 func (l *Loop) runThread(t *task) {
 	r, th := t.r, at(t.th)
 	t.r = nil // the queue must not keep a dropped root alive
@@ -105,28 +109,113 @@ func (l *Loop) runThread(t *task) {
 	}
 	l.cur, l.curTh = rootID(r), frameID(th)
 	for budget := inlineBudget; ; budget-- {
-		l.inline = false
-		l.step(r, th)
-		if !l.inline {
-			break
+		l.cont = contNone
+		// The links of f and n are at hand: stored as they are, not
+		// converted back from pointers.
+		fk := th.Ops().Top()
+		f := at(fk)
+		nk := f.Head
+	dispatch:
+		switch {
+		case f.Op.IsLoop():
+			l.iterate(r, th, f)
+		case nk == 0:
+			l.complete(r, th, f, l.argsCur)
+		default:
+			n := pop(f)
+			n.Parent = fk
+			n.Flags |= opcodes.FlagRunning
+			f.Flags |= opcodes.FlagChild
+			th.Ops().SetTop(nk)
+			switch n.Op {
+			case opcodes.OpExec:
+				fn, _ := r.slot(n.Fn).(ExecFunc)
+				as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
+				thSeq := th.Seq
+				prev := l.enter(frameID(n))
+				p := l.callExec(fn, as, Args{l.argsCur})
+				l.leave(prev)
+				if returnedLive(r, th, as, p) && n.Head == 0 {
+					if n.Next == 0 && n.Flags == opcodes.FlagRunning && l.raised == nil {
+						// The common case in line: a plain step (no
+						// sub-steps, timer, cancel handler, wait or Stack
+						// memory) ended by implicit success (FTN12 1.6):
+						// complete's first round, with endFrame reduced to
+						// what such a frame holds. The enclosing frame (f)
+						// is found again through n: keeping f across the
+						// call costs more, in spills.
+						pk := n.Parent
+						th.Ops().SetTop(pk)
+						pf := at(pk)
+						pf.Flags &^= opcodes.FlagChild
+						switch {
+						case pf.Head != 0 || pf.Op.IsLoop():
+							r.freeNode(n)
+							l.schedule(r, th, nil)
+						case pf.Op == opcodes.OpRoot:
+							// complete's end of a flow, a call less: a step
+							// runs at depth 0, so its flow ends in this turn.
+							l.endRun(r, pf, n)
+						default:
+							r.freeNode(n)
+							l.complete(r, th, pf, nil)
+						}
+						break dispatch
+					}
+					if n.Flags&opcodes.FlagWait != 0 && l.raised == nil {
+						break dispatch // the next common case: the step waits (as in after)
+					}
+				}
+				l.after(r, th, thSeq, as, p)
+			case opcodes.OpSuccess:
+				vals, _ := r.slot(n.Fn).(*argBuf)
+				l.complete(r, th, n, vals)
+			case opcodes.OpParallel:
+				l.startParallel(r, th, n)
+			case opcodes.OpLoop:
+				l.iterate(r, th, n)
+			case opcodes.OpRepeat:
+				n.Ops().A = 0
+				l.iterate(r, th, n)
+			case opcodes.OpSync:
+				l.stepSync(r, th, n)
+			default:
+				r.st().recordError(InternalError, "corrupt instruction "+n.Op.String())
+				l.raise(r, th, InternalError)
+			}
 		}
-		l.inline = false
-		if budget == 0 || l.runq.len() > 0 {
-			l.pushFlow(r, th, l.argsNxt)
-			break
+		switch l.cont {
+		case contNone:
+		case contSame:
+			continue // stepSync's section, now, with the values its step received
+		default:
+			if budget <= 0 || l.runq.len() > 0 {
+				l.cont = contNone
+				l.pushFlow(r, th, l.argsNxt)
+				break
+			}
+			l.argsCur, l.argsNxt = l.argsNxt, l.argsCur
+			continue
 		}
-		l.argsCur, l.argsNxt = l.argsNxt, l.argsCur
+		break
 	}
 	l.argsCur.clear()
 	l.argsNxt.clear() // values a queued continuation took, or one stopped
 }
+
+// How the thread being run goes on after its step (Loop.cont).
+const (
+	contNone uint8 = iota // its turn ends
+	contNext              // schedule continued it in line: argsNxt holds its values
+	contSame              // stepSync entered a section at once: run it with argsCur
+)
 
 // schedule makes thread th runnable with args (nil: no values). The thread
 // being run continues inline; any other thread is queued.
 func (l *Loop) schedule(r *root, th *Node, args *argBuf) {
 	*tok(th)++
 	if frameID(th) == l.curTh && rootID(r) == l.cur {
-		l.inline = true
+		l.cont = contNext
 		if args == nil {
 			l.argsNxt.clear()
 		} else if args != l.argsNxt {
@@ -156,7 +245,7 @@ func (l *Loop) pushFlow(r *root, th *Node, args *argBuf) {
 func (l *Loop) stopThread(th *Node) {
 	*tok(th)++
 	if frameID(th) == l.curTh {
-		l.inline = false
+		l.cont = contNone
 	}
 }
 
@@ -168,87 +257,11 @@ func threadOf(n *Node) *Node {
 	return n
 }
 
-// step executes the next instruction of thread th.
-func (l *Loop) step(r *root, th *Node) {
-	// The links of f and n are at hand: stored as they are, not converted
-	// back from pointers.
-	fk := th.Ops().Top()
-	f := at(fk)
-	if f.Op.IsLoop() {
-		l.iterate(r, th, f)
-		return
-	}
-	nk := f.Head
-	n := pop(f)
-	if n == nil {
-		l.complete(r, th, f, l.argsCur)
-		return
-	}
-	n.Parent = fk
-	n.Flags |= opcodes.FlagRunning
-	f.Flags |= opcodes.FlagChild
-	th.Ops().SetTop(nk)
-	switch n.Op {
-	case opcodes.OpExec:
-		fn, _ := r.slot(n.Fn).(ExecFunc)
-		as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
-		thSeq := th.Seq
-		prev := l.enter(frameID(n))
-		p := l.callExec(fn, as, Args{l.argsCur})
-		l.leave(prev)
-		if returnedLive(r, th, as, p) && n.Head == 0 {
-			if n.Next == 0 && n.Flags == opcodes.FlagRunning && l.raised == nil {
-				// The common case in line: a plain step (no sub-steps, timer,
-				// cancel handler, wait or Stack memory) ended by implicit
-				// success (FTN12 1.6): complete's first round, with endFrame
-				// reduced to what such a frame holds. The enclosing frame (f)
-				// is found again through n: keeping f across the call costs
-				// more, in spills.
-				pk := n.Parent
-				th.Ops().SetTop(pk)
-				pf := at(pk)
-				pf.Flags &^= opcodes.FlagChild
-				switch {
-				case pf.Head != 0 || pf.Op.IsLoop():
-					r.freeNode(n)
-					l.schedule(r, th, nil)
-				case pf.Op == opcodes.OpRoot:
-					// complete's end of a flow, a call less: a step runs
-					// at depth 0, so its flow ends in this turn.
-					l.endRun(r, pf, n)
-				default:
-					r.freeNode(n)
-					l.complete(r, th, pf, nil)
-				}
-				return
-			}
-			if n.Flags&opcodes.FlagWait != 0 && l.raised == nil {
-				return // the next common case: the step waits (as in after)
-			}
-		}
-		l.after(r, th, thSeq, as, p)
-	case opcodes.OpSuccess:
-		vals, _ := r.slot(n.Fn).(*argBuf)
-		l.complete(r, th, n, vals)
-	case opcodes.OpParallel:
-		l.startParallel(r, th, n)
-	case opcodes.OpLoop:
-		l.iterate(r, th, n)
-	case opcodes.OpRepeat:
-		n.Ops().A = 0
-		l.iterate(r, th, n)
-	case opcodes.OpSync:
-		l.stepSync(r, th, n)
-	default:
-		r.st().recordError(InternalError, "corrupt instruction "+n.Op.String())
-		l.raise(r, th, InternalError)
-	}
-}
-
 // returnedLive reports whether the call that ran the step of handle as on
 // thread th returned, leaving the flow, the thread and the step's frame
-// running, that frame innermost: the case of after that step takes in line
-// (callIterations makes the same test for iterate). Within a run, a thread
+// running, that frame innermost: the case of after that the dispatch
+// (runThread) takes in line (callIterations makes the same test for
+// iterate). Within a run, a thread
 // outlives its frames (a branch is freed only after they are all popped,
 // and freeing one clears its Seq), so the frame's Seq vouches for the
 // thread's: after's test of th.Seq is implied here.
@@ -325,8 +338,8 @@ func (l *Loop) complete(r *root, th, n *Node, args *argBuf) {
 				// The flow's last step ended outside the loop's calls (a
 				// reply that a waiting step had a timeout for, say), and
 				// nothing hears of its values (no state, so no Future):
-				// the end of the run, taken in line as step's fast path
-				// takes it. What the step waited with goes first, as in
+				// the end of the run, taken in line as the dispatch's fast
+				// path takes it. What the step waited with goes first, as in
 				// endFrame, and its error handler's slot, so that endRun
 				// finds only n's in use when the run used no other.
 				th.Ops().SetTop(n.Parent)

@@ -82,7 +82,7 @@ type Loop struct {
 	curTh    uintptr // frameID of that thread's base
 	errTh    *Node   // base of the thread whose error handler runs innermost; nil: none
 	errRoot  uintptr // rootID of errTh's root
-	inline   bool    // curTh scheduled itself again; next holds its args
+	cont     uint8   // how curTh goes on after its step: contNone, contNext, contSame
 	depth    int     // user callbacks on the Go stack
 	inCall   uintptr // frameID of the frame whose function or error handler runs innermost; 0: none
 	teardown int     // cancel handlers and destroy callbacks on the Go stack

@@ -113,7 +113,9 @@ var refusals = [...]struct{ code, info string }{
 	refusedCorrupt:      {InternalError, "corrupt sync instruction"},
 }
 
-// stepSync runs OpSync frame n, which step has just pushed on thread th.
+// stepSync runs OpSync frame n, which the dispatch (runThread) has just
+// pushed on thread th. A section entered at once runs in the same turn:
+// the dispatch goes on with it (contSame).
 func (l *Loop) stepSync(r *root, th, n *Node) {
 	why := refusedCorrupt
 	switch p := r.slot(n.Fn).(type) {
@@ -128,7 +130,7 @@ func (l *Loop) stepSync(r *root, th, n *Node) {
 		r.st().recordError(e.code, e.info)
 		l.raise(r, th, e.code)
 	case n.Ops().B != syncQueued:
-		l.step(r, th) // the section, in this turn, with the values n received
+		l.cont = contSame // the section, in this turn, with the values n received
 	}
 }
 
