@@ -49,10 +49,11 @@ func (l *Loop) endEpoch(r *root) {
 
 // endRun is freeNode(n), then finish(r, nil, "", false), for a flow whose
 // last step n has just completed in the dispatch's fast path (runThread;
-// so r is l.cur), with root frame b. It takes the common case in line: a run that has no slot in
-// use but n's and nothing to report. Its steps mirror freeNode's, finish's
-// and resetRun's for that case: n's slot goes with the truncation of the
-// tables, and resetRun has no queue to free and a ready root to make idle.
+// so r is l.cur), with root frame b. It takes the common case in line: a
+// run that has no slot in use but n's and nothing to report. Its steps
+// mirror freeNode's, finish's and resetRun's for that case: n's slot goes
+// with the truncation of the tables, and resetRun has no queue to free and
+// a ready root to make idle.
 func (l *Loop) endRun(r *root, b, n *Node) {
 	if n.Err != 0 || r.state != nil || len(r.slots) != len(r.freeSlots)+1 {
 		r.freeNode(n)
