@@ -187,3 +187,62 @@ func TestNewLimiterPanics(t *testing.T) {
 		}()
 	}
 }
+
+// A section receives the values its Sync step received, and passes its own
+// on, however the flow enters: through both limits at once (the dispatch
+// goes on with the same values twice), waiting for the rate only, or
+// waiting for a place inside and then for the rate. Four values take the
+// run queue's spilled form. The flow entering at once does so after pre
+// steps run back to back, at and past the end of the inline budget.
+func TestLimiterPassesValuesAtEveryEntry(t *testing.T) {
+	for _, pre := range []int{0, 255, 256} {
+		l, clk := syLoop()
+		lm := vm.NewLimiter(l, vm.LimiterOptions{
+			Concurrent: 2, MaxQueue: vm.Unbounded,
+			Rate: 1, Period: 10 * time.Millisecond, Burst: vm.Unbounded,
+		})
+		var log syLog
+		start := func(i int, pre int, hold time.Duration) *vm.Future {
+			name := string(rune('A' + i))
+			root := l.NewSteps()
+			for range pre {
+				root.Add(func(vm.AsyncSteps, vm.Args) {})
+			}
+			root.SuccessStep(vm.Int(int64(i)), vm.Str(name), vm.Bool(true), vm.Float(0.5))
+			root.Sync(lm, func(as vm.AsyncSteps, a vm.Args) {
+				log.add("%s at %d got %d %s %v %v (%d values)", name, syMs(clk), a.Int(0), a.String(1), a.Bool(2), a.Get(3).Float(), a.Len())
+				if hold == 0 {
+					as.Success(vm.Int(int64(i+10)), vm.Str(name+"!"))
+					return
+				}
+				h := l.Deferred(hold, func() { as.Success(vm.Int(int64(i+10)), vm.Str(name+"!")) })
+				as.SetCancel(func(vm.AsyncSteps) { l.Cancel(h) })
+			})
+			root.Add(func(as vm.AsyncSteps, a vm.Args) {
+				log.add("after %s: %d %s (%d values)", name, a.Int(0), a.String(1), a.Len())
+			})
+			return root.Promise()
+		}
+		fa := start(0, pre, 20*time.Millisecond)
+		l.RunUntilIdle()
+		fb := start(1, 0, 0)
+		fc := start(2, 0, 0)
+		for range 4 {
+			l.RunUntilIdle()
+			clk.Advance(10 * time.Millisecond)
+		}
+		l.RunUntilIdle()
+		syExpect(t, &log,
+			"A at 0 got 0 A true 0.5 (4 values)",
+			"B at 10 got 1 B true 0.5 (4 values)",
+			"after B: 11 B! (2 values)",
+			"after A: 10 A! (2 values)",
+			"C at 20 got 2 C true 0.5 (4 values)",
+			"after C: 12 C! (2 values)")
+		for i, f := range []*vm.Future{fa, fb, fc} {
+			syWant(t, f, "ok", "flow ", i, " after ", pre, " steps")
+		}
+		syLimiterIdle(t, lm)
+		syIdle(t, l)
+	}
+}
