@@ -390,3 +390,69 @@ func AddNest(p unsafe.Pointer, mode int, other, target unsafe.Pointer) {
 func AddNestWait(p unsafe.Pointer) { C.ctest_add_nest_wait(bsi(p)) }
 
 func NestCleanups() int { return int(C.ctest_nest_cleanups()) }
+
+// Modes of the C sections FsAdd adds: the section prints "<name> got" and
+// its values, then succeeds with them, fails with "Boom", breaks or
+// continues the innermost loop, waits with a 10 ms timeout or with a
+// cancel handler that prints "<name> canceled" (the record kept for
+// FsCompleteKept), runs a parallel step of two branches, calls the
+// FutoInSync's own lock or unlock, or syncs again on it.
+const (
+	FsSuccess = iota
+	FsError
+	FsBreak
+	FsContinue
+	FsTimeout
+	FsWait
+	FsParallel
+	FsLock
+	FsUnlock
+	FsNested
+)
+
+// Error handlers of FsAdd's sections: none, one that prints "<name>
+// handler <code>", and that recovers with "recovered", or syncs again.
+const (
+	FsNoHandler = iota
+	FsHandlerSay
+	FsHandlerRecover
+	FsHandlerSync
+)
+
+// FsAdd adds to p a C section of sync, through addSync.
+func FsAdd(p, sync unsafe.Pointer, mode, eh int, name string) {
+	C.ctest_fs_add(bsi(p), (*C.FutoInSync)(sync), C.int(mode), C.int(eh), cstr(name))
+}
+
+// FsAddCall adds to p a C step that calls sync's own lock (unlock: its
+// unlock) through its record (what 0), NULL (1), or the record FsAdd's
+// section kept (2), and prints "<name> returned".
+func FsAddCall(p, sync unsafe.Pointer, unlock bool, what int, name string) {
+	C.ctest_fs_add_call(bsi(p), (*C.FutoInSync)(sync), cbool(unlock), C.int(what), cstr(name))
+}
+
+// FsCompleteKept calls success through the record a section kept.
+func FsCompleteKept() { C.ctest_fs_complete_kept() }
+
+// FsCancels returns how many times a section's cancel handler ran.
+func FsCancels() int { return int(C.ctest_fs_cancels()) }
+
+// FsReset forgets the kept record and the count.
+func FsReset() { C.ctest_fs_reset() }
+
+// cstr returns s in C memory kept for the life of the test binary.
+func cstr(s string) *C.char { return C.CString(s) }
+
+// FsHalfSync returns a FutoInSync implemented in C whose unlock is NULL.
+func FsHalfSync() unsafe.Pointer { return unsafe.Pointer(C.ctest_fs_half_sync()) }
+
+// FsCall calls sync's lock (unlock: its unlock) with p.
+func FsCall(p, sync unsafe.Pointer, unlock bool) {
+	C.ctest_fs_call(bsi(p), (*C.FutoInSync)(sync), cbool(unlock))
+}
+
+// FsAddStep adds to p a C step that adds, from its own function, a
+// section of sync that succeeds (FsAdd's, named name).
+func FsAddStep(p, sync unsafe.Pointer, name string) {
+	C.ctest_fs_add_step(bsi(p), (*C.FutoInSync)(sync), cstr(name))
+}

@@ -122,4 +122,34 @@ int ctest_threads_count(int which);
 void ctest_stack_ends_root(FutoInAsyncSteps* host, int what, int fail);
 void ctest_stack_ends_root_free(void);
 
+/* fsync.c */
+enum
+{
+    CTEST_FS_SUCCESS = 0,
+    CTEST_FS_ERROR,
+    CTEST_FS_BREAK,
+    CTEST_FS_CONTINUE,
+    CTEST_FS_TIMEOUT,
+    CTEST_FS_WAIT,
+    CTEST_FS_PARALLEL,
+    CTEST_FS_LOCK,
+    CTEST_FS_UNLOCK,
+    CTEST_FS_NESTED,
+};
+enum
+{
+    CTEST_FS_EH_NONE = 0,
+    CTEST_FS_EH_SAY,
+    CTEST_FS_EH_RECOVER,
+    CTEST_FS_EH_SYNC,
+};
+void ctest_fs_add(FutoInAsyncSteps* bsi, FutoInSync* sync, int mode, int eh, const char* name);
+void ctest_fs_add_call(FutoInAsyncSteps* bsi, FutoInSync* sync, int unlock, int what, const char* name);
+void ctest_fs_complete_kept(void);
+int ctest_fs_cancels(void);
+void ctest_fs_reset(void);
+FutoInSync* ctest_fs_half_sync(void);
+void ctest_fs_call(FutoInAsyncSteps* bsi, FutoInSync* sync, int unlock);
+void ctest_fs_add_step(FutoInAsyncSteps* bsi, FutoInSync* sync, const char* name);
+
 #endif
