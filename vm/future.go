@@ -12,6 +12,7 @@ type Future struct {
 	done chan struct{}
 	args Args
 	err  error
+	loop weak.Pointer[Loop] // the loop of the run; weak, as the table is
 }
 
 // futureTable holds the Futures of the runs Promise started and that have
@@ -85,7 +86,7 @@ func (as AsyncSteps) Promise() *Future {
 		close(f.done)
 		return f
 	}
-	f := &Future{done: make(chan struct{})}
+	f := &Future{done: make(chan struct{}), loop: r.l.self}
 	st := r.st()
 	st.future, st.futureNum = f, r.l.futures.put(f)
 	as.Execute()
@@ -103,13 +104,25 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 // nothing could deliver any more, reports InternalError once the collector
 // has reclaimed the root (or the loop). Call Wait from another goroutine
 // than the loop's, or once Done is closed: the loop must run for it to
-// return. A ctx done first ends the wait with ctx.Err(); a Future settled
-// before the call reports its result, whatever ctx is.
+// return. Called inside a callback of the Run that drives the loop (a
+// step, an Immediate, a Post), where it could never return, Wait of a
+// Future not yet settled panics as a nested Run does, with an
+// InternalError *Error, which fails the calling step's flow; a step hands
+// the wait to another goroutine with Await instead. A ctx done first ends
+// the wait with ctx.Err(); a Future settled before the call reports its
+// result, whatever ctx is.
 func (f *Future) Wait(ctx context.Context) (Args, error) {
 	select {
 	case <-f.done: // first: select picks at random among ready cases
 		return f.args, f.err
 	default:
+	}
+	// The goroutine that runs Run is inside it: the loop cannot settle f
+	// until Wait returns. (A loop driven by RunUntilIdle or Iterate has no
+	// driver that other goroutines may read, so Wait cannot tell its
+	// callbacks from a goroutine that waits while the loop runs.)
+	if l := f.loop.Value(); l != nil && l.runner.Load() == goid() {
+		l.raiseMisuse("Future.Wait inside a callback of the loop that runs the flow, which cannot complete while the callback waits: wait on another goroutine (Await), or read the result once Done is closed")
 	}
 	select {
 	case <-f.done:

@@ -57,6 +57,7 @@ type Loop struct {
 	resumers resumerTable
 	mutexes  mutexTable
 	futures  *futureTable
+	self     weak.Pointer[Loop] // what a Future names its loop by
 	sleeping atomic.Int32
 	// posted is raised after every push to the inbox (wake), so that a pass
 	// tests one word for inbound work instead of the inbox's three. A pass
@@ -175,6 +176,7 @@ func NewLoop(opts ...LoopOption) *Loop {
 	l.inbox = ringbuf.NewQueue[inbound](inboxCapacity)
 	l.dropped = ringbuf.NewQueue[arena.Ref](droppedRing)
 	self := weak.Make(l)
+	l.self = self
 	l.reclaim = func(m arena.Ref) { reclaim(self, m) }
 	runtime.AddCleanup(l, reclaimDead, l.dropped)
 	l.futures = new(futureTable)

@@ -268,3 +268,62 @@ func TestSemAwaitGoexit(t *testing.T) {
 	semExpect(t, &log, "handler InternalError")
 	semClean(t, l)
 }
+
+// Wait called inside a callback of the Run that drives the Future's loop
+// could never return: the flow it waits for completes only when the loop
+// runs on. It is misuse, reported at once as a nested pass is: the step's
+// flow fails with InternalError, an Immediate's panic goes to the panic
+// handler. It once blocked the loop until ctx was done, or for good. A
+// settled Future still reports its result there.
+func TestSemFutureWaitInsideRunIsMisuse(t *testing.T) {
+	handled := make(chan any, 1)
+	l := vm.NewLoop(vm.WithPanicHandler(func(v any) { handled <- v }))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var log semLog
+	other := l.NewSteps()
+	other.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7)) })
+	settled := l.NewSteps()
+	settled.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(8)) })
+	sf := settled.Promise()
+	l.RunUntilIdle()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		a, err := sf.Wait(ctx)
+		log.add("settled %d %v", a.Int(0), err)
+		g := other.Promise()
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		defer wcancel()
+		a, err = g.Wait(wctx)
+		log.add("Wait returned %v %v", a.Values(), err)
+	}, func(as vm.AsyncSteps, code string) {
+		log.add("handler %s", code)
+		semInfoMentions(t, as.State().ErrorInfo(), "Wait", "inside")
+	})
+	f := root.Promise()
+	l.Immediate(func() {
+		g := l.NewSteps()
+		g.Add(func(as vm.AsyncSteps, _ vm.Args) {})
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		defer wcancel()
+		g.Promise().Wait(wctx)
+		log.add("Wait in an Immediate returned")
+	})
+	go func() {
+		<-f.Done()
+		l.Close()
+	}()
+	if err := l.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	semFail(t, f, vm.InternalError)
+	semExpect(t, &log, "settled 8 <nil>", "handler InternalError")
+	select {
+	case v := <-handled:
+		if e, ok := v.(*vm.Error); !ok || e.Code != vm.InternalError {
+			t.Fatalf("panic handler got %#v, want an InternalError", v)
+		}
+	default:
+		t.Fatal("Wait in an Immediate was not reported")
+	}
+}
