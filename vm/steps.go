@@ -746,7 +746,10 @@ func (as AsyncSteps) Release() {
 }
 
 // Spawn runs fn as a new root from the loop's pool, released when it
-// completes: the one-flow-per-request pattern.
+// completes: the one-flow-per-request pattern. Nothing reports how the
+// flow ended: an error that onError does not settle ends it unheard (a
+// flow whose outcome matters takes a root of its own, with Promise). A nil
+// fn spawns nothing and, called from a step, fails that step's flow.
 func (l *Loop) Spawn(fn ExecFunc, onError ...ErrorFunc) {
 	if fn == nil {
 		// Refused before the root is drawn: Add's refusal, made from a
