@@ -665,10 +665,13 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// Close stops Run and makes further Posts fail. Flows still running stay
-// as they are; a closed loop can still be iterated by hand, and reclaims
-// the roots the program drops when it is (until the loop itself is
-// collected, which returns their memory).
+// Close stops Run and makes further Posts fail; a Run started later
+// returns nil at once. Flows still running stay as they are, and a
+// Resumer still completes their steps: its completion waits for a pass.
+// A closed loop can still be iterated by hand, and reclaims the roots the
+// program drops when it is (until the loop itself is collected, which
+// returns their memory). To shut down gracefully, let Run drive the loop
+// until the flows have completed (their Futures are done), then Close.
 func (l *Loop) Close() {
 	l.closed.Store(true)
 	select {
