@@ -274,3 +274,85 @@ func ExampleIsUnwinding() {
 	// handler: Denied not allowed
 	// flow: Denied: not allowed
 }
+
+// A step sleeps with Deferred, completing itself when the timer fires;
+// its cancel handler stops the timer if the flow ends first. Here the
+// sleep is the backoff of a retry loop: the error handler of an attempt
+// adds it (the attempt then counts as done), and the step after the
+// attempt leaves the loop with Break once one has succeeded.
+func ExampleLoop_Deferred() {
+	clock := vm.NewManualClock(time.Unix(0, 0))
+	l := vm.NewLoop(vm.WithClock(clock))
+	sleep := func(as vm.AsyncSteps, d time.Duration) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			h := as.Tool().Deferred(d, func() { as.Success() })
+			as.SetCancel(func(as vm.AsyncSteps) { as.Tool().Cancel(h) })
+		})
+	}
+	calls := 0
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		backoff := 100 * time.Millisecond
+		as.Loop(func(as vm.AsyncSteps) {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				if calls++; calls < 3 { // a backend that fails twice
+					as.Error(vm.CommError, fmt.Sprint("attempt ", calls))
+				}
+				as.Success(vm.Str("payload"))
+			}, func(as vm.AsyncSteps, code string) {
+				fmt.Println(clock.Now().Sub(time.Unix(0, 0)), code, as.State().ErrorInfo())
+				sleep(as, backoff)
+				backoff *= 2
+			})
+			as.Add(func(as vm.AsyncSteps, args vm.Args) {
+				if args.Len() > 0 { // the attempt succeeded, not its handler
+					fmt.Println(clock.Now().Sub(time.Unix(0, 0)), "got", args.String(0))
+					as.Break()
+				}
+			})
+		})
+	})
+	root.Execute()
+	for {
+		haveWork, delay := l.Iterate()
+		if !haveWork {
+			break
+		}
+		clock.Advance(delay)
+	}
+	root.Release()
+	fmt.Println("timers left:", l.Stats().Timers)
+	// Output:
+	// 0s CommError attempt 1
+	// 100ms CommError attempt 2
+	// 300ms got payload
+	// timers left: 0
+}
+
+// A model root is prepared once and never run; each request runs a Clone
+// of it, with the request's own state variables next to the model's.
+func ExampleAsyncSteps_Clone() {
+	l := vm.NewLoop()
+	model := l.NewSteps()
+	model.State().Set("greeting", "hello")
+	model.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		g, _ := as.State().Get("greeting")
+		u, _ := as.State().Get("user")
+		as.Success(vm.Str(fmt.Sprint(g, " ", u)))
+	})
+	for _, user := range []string{"ann", "bob"} {
+		req := model.Clone()
+		req.State().Set("user", user)
+		f := req.Promise()
+		l.RunUntilIdle()
+		args, err := f.Wait(context.Background())
+		fmt.Println(args.String(0), err)
+		req.Release()
+	}
+	fmt.Println("model has a user:", model.State().Exists("user"))
+	model.Release()
+	// Output:
+	// hello ann <nil>
+	// hello bob <nil>
+	// model has a user: false
+}
