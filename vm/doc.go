@@ -122,7 +122,9 @@
 // A Loop belongs to one goroutine. Resumer and Post are the only entry
 // points for other goroutines. Run, RunUntilIdle and Iterate do not nest:
 // called from a step, handler or callback of the same loop, they panic
-// with an InternalError *Error (which fails that step's flow). Roots come
+// with an InternalError *Error (which fails that step's flow), and so does
+// Future.Wait of a flow not yet complete inside the callbacks of the Run
+// that drives its loop (a step hands such a wait to Await). Roots come
 // from a per-loop pool; Release returns them, and a dropped root is
 // reclaimed by the garbage collector together with its arena. One dropped
 // while its flow waits for what nothing can deliver any more (no handle,
