@@ -605,9 +605,9 @@ func (as AsyncSteps) unconfigurable(what string) Foreign {
 // step that adds no sub-steps then waits for Success or Error. One that
 // adds sub-steps (before or after the call, in its function) completes
 // when they do, as any step, and the time covers them: a step that sets a
-// timeout and adds the work, a Parallel say, bounds the whole of it. From the step's error handler, on a step whose sub-steps run, or
-// through a handle that is not a running step's, it is misuse
-// (InternalError).
+// timeout and adds the work, a Parallel say, bounds the whole of it.
+// From the step's error handler, on a step whose sub-steps run, or through
+// a handle that is not a running step's, it is misuse (InternalError).
 func (as AsyncSteps) SetTimeout(d time.Duration) {
 	n, ok := as.configurable()
 	if !ok {
