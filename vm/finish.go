@@ -25,7 +25,7 @@ func (l *Loop) finish(r *root, args *argBuf, code string, canceled bool) {
 				return
 			}
 		}
-		l.release(r)
+		r.handle().Release()
 		return
 	}
 	// report comes after the reset (its end hook may execute r again);
@@ -77,7 +77,7 @@ func (l *Loop) endRun(r *root, b, n *Node) {
 		r.a.Reset()
 	}
 	if r.spawned {
-		l.release(r) // which finds the run reset
+		r.handle().Release() // which finds the run reset
 	}
 }
 

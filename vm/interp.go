@@ -437,7 +437,7 @@ func (l *Loop) endLater(r *root, release bool) {
 		switch {
 		case r.rootEpoch != rootEpoch:
 		case release:
-			l.release(r)
+			r.handle().Release()
 		case r.runEpoch == runEpoch:
 			l.cancelRoot(r)
 		}

@@ -148,7 +148,7 @@ func (r *root) runReleased(h func(AsyncSteps)) {
 		r.l.leave(prev)
 		r.teardown = was
 	}()
-	h(AsyncSteps{r: r, epoch: r.rootEpoch})
+	h(r.handle())
 }
 
 // nativeEnded runs the end hook for r, whose run has ended with code
@@ -162,7 +162,7 @@ func (r *root) nativeEnded(code string) {
 	if h := nativeHooks.ended; h != nil && r.state.native != nil {
 		prev := r.l.enter(0)
 		defer r.l.leave(prev)
-		h(AsyncSteps{r: r, epoch: r.rootEpoch}, code)
+		h(r.handle(), code)
 	}
 }
 

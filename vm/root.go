@@ -96,7 +96,7 @@ const (
 // its arena memory.
 func (l *Loop) NewSteps() AsyncSteps {
 	r := l.newRoot()
-	return AsyncSteps{r: r, epoch: r.rootEpoch}
+	return r.handle()
 }
 
 func (l *Loop) newRoot() *root {
@@ -106,7 +106,7 @@ func (l *Loop) newRoot() *root {
 	if p := l.pool; len(p) > 0 {
 		r := p[len(p)-1]
 		p[len(p)-1] = nil
-		l.pool = p[:len(p)-1] // marked live already: see release
+		l.pool = p[:len(p)-1] // marked live already: see Release
 		r.newBase()
 		return r
 	}
@@ -206,53 +206,11 @@ func (l *Loop) dropRecords(th *Node) {
 // r is on the Go stack: no other root can have r's memory then.
 func rootID(r *root) uintptr { return uintptr(unsafe.Pointer(r)) }
 
-// release ends the root's life as a handle target: every handle turns
-// invalid and the root goes back to the pool.
-func (l *Loop) release(r *root) {
-	if r.teardown&(tearRelease|tearDestroy) != 0 { // one test on the common path
-		if r.teardown&tearRelease == 0 {
-			l.endLater(r, true)
-		}
-		return // else again, from a handler the cancel below runs: the first call releases r
-	}
-	if r.status == rootRunning {
-		r.teardown |= tearRelease
-		l.cancelRoot(r)
-		r.teardown &^= tearRelease
-	}
-	r.nativeReleased()
-	r.rootEpoch++
-	r.runEpoch++
-	if r.base().Seq != 0 { // else the run's end has reset it, and nothing was added since
-		r.resetRun()
-	}
-	if r.state != nil {
-		r.state.reset()
-		r.state.future = nil
-	}
-	r.spawned = false
-	l.roots--
-	if cap(r.slots) > pooledSlots {
-		// A pooled root keeps no table that one large run grew: the pool
-		// would hold it for good, for every root it keeps. The run's end
-		// has emptied both tables.
-		r.slots, r.freeSlots = r.slotBuf[:0], r.freeBuf[:0]
-	}
-	if len(l.pool) < l.poolMax {
-		// A pooled root keeps markLive (newRoot's, or its run's end's) for
-		// newRoot: the pool keeps it reachable, so its cleanup, the mark's
-		// only reader, cannot run while the loop is alive and open.
-		l.pool = append(l.pool, r)
-		return
-	}
-	// The root is dropped: its cleanup returns the arena (kept whole until
-	// then, since stale handles may still reach the root) once it is
-	// collected. resetRun has trimmed it to at most arena.KeepBytes.
-	r.a.SetMark(markReleased)
-}
+// handle returns the root handle of r, valid until r is released.
+func (r *root) handle() AsyncSteps { return AsyncSteps{r: r, epoch: r.rootEpoch} }
 
 // resetRun frees everything a run allocated: nodes, slots, stack memory,
-// and the root frame, which must be started (finish's run had one; release
+// and the root frame, which must be started (finish's run had one; Release
 // tests it). A run that ended cleanly has freed every node and slot one by
 // one; then only the tables are truncated, and the arena keeps its free
 // lists unless it holds more memory than a reset would keep.

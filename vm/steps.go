@@ -731,7 +731,9 @@ func (as AsyncSteps) Cancel() {
 }
 
 // Release returns a root to the loop's pool; every handle on it turns
-// invalid. A running root is canceled first.
+// invalid. A running root is canceled first. (The VM releases roots, a
+// spawned one as its flow ends, through their handle: the release is
+// written out here, a call less on Release's path.)
 func (as AsyncSteps) Release() {
 	r := as.r
 	if r == nil || as.n != nil || as.epoch != r.rootEpoch {
@@ -742,7 +744,48 @@ func (as AsyncSteps) Release() {
 		as.misuse("Release on a handle that is not a live root")
 		return
 	}
-	r.l.release(r)
+	l := r.l
+
+	if r.teardown&(tearRelease|tearDestroy) != 0 { // one test on the common path
+		if r.teardown&tearRelease == 0 {
+			l.endLater(r, true)
+		}
+		return // else again, from a handler the cancel below runs: the first call releases r
+	}
+	if r.status == rootRunning {
+		r.teardown |= tearRelease
+		l.cancelRoot(r)
+		r.teardown &^= tearRelease
+	}
+	r.nativeReleased()
+	r.rootEpoch++
+	r.runEpoch++
+	if r.base().Seq != 0 { // else the run's end has reset it, and nothing was added since
+		r.resetRun()
+	}
+	if r.state != nil {
+		r.state.reset()
+		r.state.future = nil
+	}
+	r.spawned = false
+	l.roots--
+	if cap(r.slots) > pooledSlots {
+		// A pooled root keeps no table that one large run grew: the pool
+		// would hold it for good, for every root it keeps. The run's end
+		// has emptied both tables.
+		r.slots, r.freeSlots = r.slotBuf[:0], r.freeBuf[:0]
+	}
+	if len(l.pool) < l.poolMax {
+		// A pooled root keeps markLive (newRoot's, or its run's end's) for
+		// newRoot: the pool keeps it reachable, so its cleanup, the mark's
+		// only reader, cannot run while the loop is alive and open.
+		l.pool = append(l.pool, r)
+		return
+	}
+	// The root is dropped: its cleanup returns the arena (kept whole until
+	// then, since stale handles may still reach the root) once it is
+	// collected. resetRun has trimmed it to at most arena.KeepBytes.
+	r.a.SetMark(markReleased)
 }
 
 // Spawn runs fn as a new root from the loop's pool, released when it
@@ -759,7 +802,7 @@ func (l *Loop) Spawn(fn ExecFunc, onError ...ErrorFunc) {
 	}
 	r := l.newRoot()
 	r.spawned = true
-	as := AsyncSteps{r: r, epoch: r.rootEpoch}
+	as := r.handle()
 	as.Add(fn, onError...)
 	as.Execute()
 }
