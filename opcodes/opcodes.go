@@ -110,7 +110,7 @@ type Node struct {
 	Parent Link
 	Head   Link
 	Tail   Link
-	Seq    uint32 // generation stamp; 0 when free, unique per root otherwise
+	Seq    uint32 // generation stamp; 0 when free, else a per-root count, which wraps
 	Op     Op
 	Wide   bool // Operands follow
 	Flags  Flags
@@ -119,7 +119,9 @@ type Node struct {
 }
 
 // Operands follow a wide Node. They fill its second half-line, so that a
-// wide node is one aligned cache line.
+// wide node is a cache line's 64 bytes: one line when its block starts on
+// one, as the root frame's does (a 64-byte block that the arena carves
+// after an odd number of 32-byte ones spans two).
 type Operands struct {
 	A uint64
 	B uint64
