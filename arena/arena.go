@@ -53,7 +53,7 @@ type chunk struct {
 
 // header heads an arena's first chunk; the fixed block follows it.
 type header struct {
-	chunk           // the first chunk; next links the other bump chunks, oldest first
+	chunk           // the first chunk; next links the other bump chunks, in the order bumped
 	large    *large // dedicated chunks, doubly linked
 	inUse    int64
 	reserved int64
@@ -344,11 +344,11 @@ func (a *Arena) freeLarge(p unsafe.Pointer) {
 }
 
 // Reset frees every allocation of a at once. It keeps the first chunk (it
-// holds the fixed block) and the next oldest bump chunks while their total
-// stays within KeepBytes, so that a reused arena needs no chunk for its
-// first allocations, and returns every other chunk to the source. InUse
-// drops to zero and Reserved to the kept total; the arena stays charged to
-// its account.
+// holds the fixed block) and the bump chunks that follow it in the list
+// while their total stays within KeepBytes, so that a reused arena needs
+// no chunk for its first allocations, and returns every other chunk to the
+// source. InUse drops to zero and Reserved to the kept total; the arena
+// stays charged to its account.
 func (a *Arena) Reset() {
 	a.small = [inlineHeads]Link{}
 	h := a.h

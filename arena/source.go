@@ -78,10 +78,11 @@ func At(k Link) unsafe.Pointer {
 // one after another across memory. Measured on ParallelWaitLoop after a
 // shuffled release of 70,000 arenas, that scattering costs 3x per iteration:
 // a flow's turn touches its chunks cold, and neighbours no longer share pages
-// and cache lines. Reuse alone bounds the mapped total by one slab plus the sum,
-// over chunk sizes, of the peak bytes of that size held at once, whereas
-// unmapping would need coalescing and would make the kernel work whenever
-// arenas come and go.
+// and cache lines. Reuse alone bounds the mapped total by the sum, over chunk
+// sizes, of the peak bytes of that size held at once, plus the current slab's
+// rest and the rests of earlier slabs (pooled as chunks of the sizes they
+// split into when a larger chunk did not fit them), whereas unmapping would
+// need coalescing and would make the kernel work whenever arenas come and go.
 //
 // src.mu guards everything but the statistics, which are atomic so that
 // ReadSourceStats needs no lock.
