@@ -16,9 +16,10 @@ import (
 // a loop iteration) or a parallel accessor. The record lives in off-heap
 // memory and stays valid for the life of what as names: the step's frame,
 // the root until it is released (or freed from C) or collected, an
-// accessor until the step that made it ends. The record does not keep a
-// root alive: a root the program drops without Release is collected, and
-// its record turns stale. A root always gets the same record; a step gets
+// accessor until the step that made it ends (one made while no C step
+// runs: as long as its root). The record does not keep a root alive: a
+// root the program drops without Release is collected, and its record
+// turns stale. A root gets the same record until C frees it; a step gets
 // a new one from each call. Binary returns nil for an invalid handle. Like
 // every AsyncSteps method, it must be called on the loop's goroutine.
 func Binary(as vm.AsyncSteps) unsafe.Pointer {

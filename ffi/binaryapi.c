@@ -1,8 +1,10 @@
 // The function table of stepvm's FutoInAsyncSteps and FutoInSync, and the
-// shims through which Go calls C. Every entry forwards to a Go function of
-// the same name (see api.go), adding the id of the loop on whose behalf the
-// calling C code runs, so that Go can tell which flow a misuse belongs to
-// even when the FutoInAsyncSteps pointer itself is bad.
+// shims through which Go calls C. Every entry forwards to the exported Go
+// function named after it (api_add to stepvmAdd, sync_lock to
+// stepvmSyncLock; both sched_immediate and sched_deferred to
+// stepvmSchedule: see api.go and sync.go), adding the id of the loop on
+// whose behalf the calling C code runs, so that Go can tell which flow a
+// misuse belongs to even when the FutoInAsyncSteps pointer itself is bad.
 
 #include "ffi.h"
 #include "_cgo_export.h"

@@ -90,7 +90,6 @@ enum
     stepvm_off_binval_custom = offsetof(FutoInBinaryValue, custom_data),
     stepvm_off_binval_length = offsetof(FutoInBinaryValue, length),
     stepvm_size_binval = sizeof(FutoInBinaryValue),
-    stepvm_size_bsi = sizeof(stepvm_bsi),
 };
 
 #endif /* STEPVM_FFI_H */

@@ -178,7 +178,7 @@ func (w *fwrap) stepOwner() bool {
 	return true
 }
 
-// cString returns s as a C string to free, or nil for "".
+// cStringOf returns s as a C string to free, or nil for "".
 func cStringOf(s string) *C.char {
 	if s == "" {
 		return nil

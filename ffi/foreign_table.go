@@ -141,10 +141,10 @@ func fxLive() int {
 
 // fxOwner owns the objects that calls through a foreign step (or through
 // the flow's root) handed to the engine: the functions of the steps it
-// added, its loop bodies, its cancel handler. A step's owner lives in
+// added, its loop bodies, its cancel handler. A step's owner is named by
 // memory the step's stack function gave, whose cleanup drops it when the
-// step ends, after its sub-steps; a flow's lives in a state variable,
-// dropped when the engine destroys the flow's state.
+// step ends, after its sub-steps; a flow's is a state variable, dropped
+// when the engine destroys the flow's state.
 type fxOwner struct {
 	ids  []uintptr
 	dead bool

@@ -295,10 +295,11 @@ func (f found) begin(cur C.uint32_t, what string) (callback, *entry) {
 
 // beginAway starts a call from a thread that is not the goroutine of e's
 // loop (entry.away): it may use only what locate and resumer read. It
-// returns the Resumer of the step the record names, zero if the step does
-// not wait (misuse: only a waiting step can be completed from another
-// thread), and false when the call must do nothing, as begin does; a
-// record that turned stale since locate is misuse as well.
+// returns the Resumer the record took when C made its step wait, zero if
+// it took none (a Go step that waits through its handle, or a step that
+// does not wait: finishAway leaves those to the loop), and false when the
+// call must do nothing, as begin does; a record that turned stale since
+// locate is misuse.
 func beginAway(e *entry, gen uint32, cur C.uint32_t, what string) (callback, vm.Resumer, bool) {
 	var c callback
 	if cur != 0 { // the thread runs a C call of another loop

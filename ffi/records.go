@@ -60,7 +60,7 @@ type entry struct {
 	// never waits costs its loop no locking. Other threads read res, with
 	// gen, only under mu. waiting tells the loop's goroutine, to which it
 	// belongs, whether res is set: release, on the path of every record,
-	// tests a byte in the entry's padding rather than the three words of a
+	// tests a byte in the entry's padding rather than the two words of a
 	// Resumer.
 	res vm.Resumer
 }

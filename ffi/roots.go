@@ -16,9 +16,9 @@ import (
 )
 
 // rootInfo is what package ffi attaches to a root object
-// (vm.SetNativeRootValue): its record, the handles of accessors made
-// outside any step, and the C handler of unhandled errors that execute was
-// given. The root alone holds it: records refer to it weakly (self), so
+// (vm.SetNativeRootValue): its record, the handles of accessors bound
+// while no C step runs, and the C handler of unhandled errors that execute
+// was given. The root alone holds it: records refer to it weakly (self), so
 // that a root the program drops without Release is collected as it would
 // be without C code. Its cleanup (rootGone) then releases what own holds.
 // A pooled root keeps its rootInfo: the release hook clears it (drop) and
