@@ -496,7 +496,8 @@ func (r Ref) Fixed() unsafe.Pointer {
 
 // Owns reports whether p points into the usable part of a chunk a holds. It
 // says nothing about whether p's block is allocated. Its cost is linear in the
-// number of chunks; it is meant for validating pointers handed in from C.
+// number of chunks: it checks where allocations land (the package's tests),
+// not the VM's handles, which their generations validate.
 func (a *Arena) Owns(p unsafe.Pointer) bool {
 	if a.h == nil {
 		return false
