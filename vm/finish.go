@@ -48,8 +48,10 @@ func (l *Loop) endEpoch(r *root) {
 }
 
 // endRun is freeNode(n), then finish(r, nil, "", false), for a flow whose
-// last step n has just completed in the dispatch's fast path (runThread;
-// so r is l.cur), with root frame b. It takes the common case in line: a
+// last step n has just completed, with root frame b, at depth 0: in the
+// dispatch's fast path (runThread), or in complete's, in r's turn or in
+// none (l.cur is r or 0, so that clearing cont, which finish does for
+// l.cur only, stops no other thread). It takes the common case in line: a
 // run that has no slot in use but n's and nothing to report. Its steps
 // mirror freeNode's, finish's and resetRun's for that case: n's slot goes
 // with the truncation of the tables, and resetRun has no queue to free and

@@ -77,8 +77,10 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 
 // runThread runs the next step of the thread task t names, then, while the
 // run queue is empty and the budget lasts, the steps the thread schedules
-// for itself. The thread stays the loop's current one (cur, curTh) after
-// the turn: pass restores them before it runs anything else.
+// for itself. A Sync section entered at once runs whatever is queued and
+// however much budget is left: it is part of its OpSync step's round. The
+// thread stays the loop's current one (cur, curTh) after the turn: pass
+// restores them before it runs anything else.
 //
 // Its loop is the interpreter's dispatch: each round executes the next
 // instruction of th. It is written out here rather than called, a call
@@ -261,10 +263,10 @@ func threadOf(n *Node) *Node {
 // thread th returned, leaving the flow, the thread and the step's frame
 // running, that frame innermost: the case of after that the dispatch
 // (runThread) takes in line (callIterations makes the same test for
-// iterate). Within a run, a thread
-// outlives its frames (a branch is freed only after they are all popped,
-// and freeing one clears its Seq), so the frame's Seq vouches for the
-// thread's: after's test of th.Seq is implied here.
+// iterate). Within a run, a thread outlives its frames (a branch is freed
+// only after they are all popped, and freeing one clears its Seq), so the
+// frame's Seq vouches for the thread's: after's test of th.Seq is implied
+// here.
 func returnedLive(r *root, th *Node, as AsyncSteps, p any) bool {
 	return p == nil && r.runEpoch == as.epoch && as.n.Seq == as.seq && top(th) == as.n
 }

@@ -14,8 +14,9 @@ import (
 // suite leaves unvisited.
 
 // A flow with no Future whose last step is wide (one that carries native
-// words) ends in step's fast path, which frees that node by its own size:
-// the arena is back to zero, and the pooled root serves the next flow.
+// words) ends in the dispatch's fast path, which frees that node by its
+// own size: the arena is back to zero, and the pooled root serves the next
+// flow.
 func TestSemEndRunWideLastStep(t *testing.T) {
 	l, _ := semLoop()
 	root := l.NewSteps()
@@ -34,8 +35,8 @@ func TestSemEndRunWideLastStep(t *testing.T) {
 }
 
 // A run that grew its arena far beyond what a reset keeps is trimmed at
-// its end whichever way it ends: in step's fast path (no Future) as by
-// finish (a Future to resolve).
+// its end whichever way it ends: in the dispatch's fast path (no Future)
+// as by finish (a Future to resolve).
 func TestSemEndRunTrimsGrownArena(t *testing.T) {
 	for _, promise := range []bool{false, true} {
 		l, _ := semLoop()
