@@ -130,7 +130,7 @@ func SetNativeRootHooks(released func(root AsyncSteps), ended func(root AsyncSte
 	nativeHooks.released, nativeHooks.ended = released, ended
 }
 
-// nativeReleased runs the release hook for r; release calls it first,
+// nativeReleased runs the release hook for r; Release calls it first,
 // once the run is over. The hook's handle is valid, but r is being
 // released: a Release through it must not release r again (it would
 // recurse), nor an Execute start a run the pool would then keep.

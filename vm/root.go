@@ -43,12 +43,12 @@ type root struct {
 	status  uint8
 	spawned bool
 	// teardown tells what tears the flow down on the Go stack now: Release
-	// canceling the run (which must not restart), and the callbacks that
-	// tear a frame of the flow down, cancel handlers and Stack destroy
-	// callbacks. The VM holds frames across those that another unwinding
-	// would free, so Error through another step's handle is refused, and
-	// in a destroy callback Cancel and Release wait for the next turn (see
-	// destroyStack).
+	// canceling the run or running the release hook (the root must not
+	// start again), and the callbacks that tear a frame of the flow down,
+	// cancel handlers and Stack destroy callbacks. The VM holds frames
+	// across those that another unwinding would free, so Error through
+	// another step's handle is refused, and in a destroy callback Cancel
+	// and Release wait for the next turn (see destroyStack).
 	teardown uint8
 	// freeBuf is the first backing array of freeSlots, next to the flags
 	// to fill their word: while slots is slotBuf, at most inlineSlots
@@ -72,7 +72,7 @@ type root struct {
 const (
 	tearCancel  uint8 = 1 << 0 // a cancel handler (cancelFrame)
 	tearDestroy uint8 = 1 << 1 // a Stack destroy callback (destroyStack)
-	tearRelease uint8 = 1 << 2 // Release canceling the run
+	tearRelease uint8 = 1 << 2 // Release canceling the run, or its release hook (nativeReleased)
 )
 
 // inlineSlots is the length of a root's first slot table.
