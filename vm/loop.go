@@ -466,9 +466,10 @@ func (l *Loop) handleInbound(in *inbound) {
 // Iterate runs one pass: the posts received, every immediate callback and
 // flow step queued when the pass starts (those they queue wait for the
 // next pass), then the timers that are due (those their callbacks set are
-// armed in the next pass). haveWork reports whether work
-// remains; delay is how long until the next timer when only timers remain,
-// and 0 when immediate work remains or the loop is idle.
+// armed in the next pass). haveWork reports whether work remains; delay is
+// how long until the next timer when only armed timers remain, and 0 when
+// immediate work remains, a timer waits for the next pass to be armed, or
+// the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 	if l.pass() {
 		return true, 0
@@ -489,8 +490,8 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 }
 
 // pass is Iterate without the delay: it reports whether immediate work
-// remains, or timers that a move of the manual clock during the pass made
-// due.
+// remains, timers that a move of the manual clock during the pass made
+// due, or timers set as its timers fired, which the next pass arms.
 func (l *Loop) pass() (more bool) {
 	if l.depth > 0 {
 		l.nestedPass()

@@ -239,7 +239,7 @@ const strayInfo = "Error, Break or Continue of a step of another loop, whose cal
 // panic crosses C.)
 const swallowedInfo = "their panic did not reach the VM (a recover must re-panic what IsUnwinding reports)"
 
-// misuseAny reports misuse through a handle that may be invalid.
+// misuse reports misuse through a handle that may be invalid.
 func (as AsyncSteps) misuse(info string) {
 	if f := as.foreign(); f != nil {
 		f.Misuse(info)
