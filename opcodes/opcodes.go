@@ -22,7 +22,7 @@ const (
 	OpSuccess            // SuccessStep: complete with the values boxed in slot Fn
 	OpParallel           // run each queued step as its own branch; error handler in slot Err
 	OpLoop               // call the body in slot Fn until Break; label in slot Err
-	OpRepeat             // call the body in slot Fn with 0..A-1; label in slot Err
+	OpRepeat             // call the body in slot Fn with 0..B-1 (A: the next index); label in slot Err
 	OpIter               // frame of one loop iteration (its body is the parent loop's Fn)
 	OpSync               // run the queued step inside the sync primitive in slot Fn; A, B: the primitive's state
 	opCount
