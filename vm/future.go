@@ -120,9 +120,12 @@ func (f *Future) Wait(ctx context.Context) (Args, error) {
 	// The goroutine that runs Run is inside it: the loop cannot settle f
 	// until Wait returns. (A loop driven by RunUntilIdle or Iterate has no
 	// driver that other goroutines may read, so Wait cannot tell its
-	// callbacks from a goroutine that waits while the loop runs.)
-	if l := f.loop.Value(); l != nil && l.runner.Load() == goid() {
-		l.raiseMisuse("Future.Wait inside a callback of the loop that runs the flow, which cannot complete while the callback waits: wait on another goroutine (Await), or read the result once Done is closed")
+	// callbacks from a goroutine that waits while the loop runs; nor does
+	// it read its goroutine's id then.)
+	if l := f.loop.Value(); l != nil {
+		if id := l.runner.Load(); id != 0 && id == goid() {
+			l.raiseMisuse("Future.Wait inside a callback of the loop that runs the flow, which cannot complete while the callback waits: wait on another goroutine (Await), or read the result once Done is closed")
+		}
 	}
 	select {
 	case <-f.done:
