@@ -123,9 +123,10 @@ var nativeHooks struct {
 // runs when a run ends of a root that has a native value
 // (SetNativeRootValue), once the run is over: code is the error no handler
 // settled, or "" if the run succeeded or was canceled. (So a binding can
-// tell the runs it started from later ones.) Either may be nil. It must be
-// called before any loop runs, typically from an init function; a second
-// call replaces the hooks.
+// tell the runs it started from later ones.) Either may be nil. A hook's
+// panic goes to the loop's panic handler (WithPanicHandler), as an
+// Immediate's does. It must be called before any loop runs, typically
+// from an init function; a second call replaces the hooks.
 func SetNativeRootHooks(released func(root AsyncSteps), ended func(root AsyncSteps, code string)) {
 	nativeHooks.released, nativeHooks.ended = released, ended
 }
@@ -143,26 +144,21 @@ func (r *root) nativeReleased() {
 func (r *root) runReleased(h func(AsyncSteps)) {
 	was := r.teardown
 	r.teardown |= tearRelease
-	prev := r.l.enter(0)
-	defer func() {
-		r.l.leave(prev)
-		r.teardown = was
-	}()
-	h(r.handle())
+	r.l.callFunc(func() { h(r.handle()) })
+	r.teardown = was
 }
 
 // nativeEnded runs the end hook for r, whose run has ended with code
 // ("" for success or cancellation); report calls it.
 //
-// Both hooks run as no frame's code, as callFunc's callbacks do: a run may
-// end, and a root be released, inside another flow's step, whose function
-// the binding's calls must not be taken for (its misuse would fail that
-// flow).
+// Both hooks run through callFunc, as no frame's code: a run may end, and
+// a root be released, inside another flow's step, whose function the
+// binding's calls must not be taken for (its misuse would fail that flow).
+// A hook's panic goes to the loop's panic handler, as an Immediate's does,
+// not out of the Release or the end of the run it interrupted.
 func (r *root) nativeEnded(code string) {
 	if h := nativeHooks.ended; h != nil && r.state.native != nil {
-		prev := r.l.enter(0)
-		defer r.l.leave(prev)
-		h(r.handle(), code)
+		r.l.callFunc(func() { h(r.handle(), code) })
 	}
 }
 

@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stepvm/stepvm/vm"
 )
@@ -126,5 +127,63 @@ func TestNativeReleasedHookCannotRestartOrRelease(t *testing.T) {
 			t.Fatal("the pool handed out one root twice")
 		}
 		l.Close()
+	}
+}
+
+// A binding's hook that panics goes to the loop's panic handler, as an
+// Immediate does, rather than out of the Release (or the run's end) that
+// ran it: the release completes, the run's end is not left halfway, and
+// the pass goes on. The VM's own release of a spawned root runs inside a
+// pass, where such a panic would leave the pass with inPass raised.
+func TestNativeHookPanicGoesToPanicHandler(t *testing.T) {
+	for _, which := range []string{"released", "ended"} {
+		t.Run(which, func(t *testing.T) {
+			hook := func(vm.AsyncSteps) { panic("hook " + which) }
+			if which == "released" {
+				vm.SetNativeRootHooks(hook, nil)
+			} else {
+				vm.SetNativeRootHooks(nil, func(root vm.AsyncSteps, _ string) { hook(root) })
+			}
+			defer vm.SetNativeRootHooks(nil, nil)
+			var got []any
+			clock := vm.NewManualClock(time.Unix(0, 0))
+			l := vm.NewLoop(vm.WithClock(clock), vm.WithPanicHandler(func(v any) { got = append(got, v) }))
+			defer l.Close()
+			ran := 0
+			l.Spawn(func(as vm.AsyncSteps, _ vm.Args) {
+				vm.SetNativeRootValue(as, "binding's")
+				ran++
+			})
+			l.Spawn(func(vm.AsyncSteps, vm.Args) { ran++ })
+			root := l.NewSteps()
+			vm.SetNativeRootValue(root, "binding's")
+			root.Add(func(vm.AsyncSteps, vm.Args) { ran++ })
+			root.Execute()
+			l.RunUntilIdle()
+			root.Release()
+			if ran != 3 {
+				t.Fatalf("%d steps ran, want 3", ran)
+			}
+			want := 3 // released: every root's release runs the hook
+			if which == "ended" {
+				want = 2 // the roots with a native value
+			}
+			if len(got) != want {
+				t.Fatalf("panic handler got %v, want %d panics", got, want)
+			}
+			semClean(t, l)
+			if s := l.Stats(); s.LiveRoots != 0 || s.PooledRoots != 3 {
+				t.Fatalf("after the releases: %+v, want no live roots and three pooled", s)
+			}
+			// The loop is whole: a timer set now fires when due.
+			fired := false
+			l.Deferred(time.Millisecond, func() { fired = true })
+			l.RunUntilIdle()
+			clock.Advance(time.Millisecond)
+			l.RunUntilIdle()
+			if !fired {
+				t.Fatal("a timer set after the hooks' panics did not fire")
+			}
+		})
 	}
 }
