@@ -187,3 +187,38 @@ func TestNativeHookPanicGoesToPanicHandler(t *testing.T) {
 		})
 	}
 }
+
+// A spawned root whose end hook executes it again, at every end: the
+// release that ends a spawned root's life cancels the restarted run, whose
+// end the hook hears once more (refused then: the root is being released),
+// and the root goes back to the pool once.
+func TestNativeEndedHookRestartsSpawnedRoot(t *testing.T) {
+	for _, code := range []string{"", "Boom"} {
+		var log []string
+		vm.SetNativeRootHooks(nil, func(root vm.AsyncSteps, code string) {
+			log = append(log, "hook "+code)
+			root.Add(func(vm.AsyncSteps, vm.Args) { log = append(log, "restarted run") })
+			root.Execute()
+		})
+		l := vm.NewLoop()
+		l.Spawn(func(as vm.AsyncSteps, _ vm.Args) {
+			vm.SetNativeRootValue(as, "binding's")
+			if code != "" {
+				as.Error(code)
+			}
+		})
+		l.RunUntilIdle()
+		vm.SetNativeRootHooks(nil, nil)
+		if len(log) != 2 || log[0] != "hook "+code || log[1] != "hook " {
+			t.Fatalf("error %q: trace %q, want the hook, then the hook of the canceled restart", code, log)
+		}
+		if s := l.Stats(); s.LiveRoots != 0 || s.PooledRoots != 1 {
+			t.Fatalf("error %q: %+v, want the root pooled once", code, s)
+		}
+		semClean(t, l)
+		if a, b := l.NewSteps(), l.NewSteps(); vm.RootID(a) == vm.RootID(b) {
+			t.Fatal("the pool handed out one root twice")
+		}
+		l.Close()
+	}
+}

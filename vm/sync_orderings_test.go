@@ -459,3 +459,45 @@ func syncRandomDrops(t *testing.T, seed uint64) {
 		t.Errorf("not clean: %+v callbacks %d", s, vm.CallbacksInUse(l))
 	}
 }
+
+// A section entered at once (a Limiter's: two sections, each entered in
+// its Sync step's turn) whose step releases its own root, draws it again
+// from the pool for a new flow, then succeeds through its stale handle:
+// the new flow is untouched, and enters the sections the release gave
+// back.
+func TestSyncSectionReleasesAndReusesItsRoot(t *testing.T) {
+	for _, kind := range []string{"Mutex", "Limiter"} {
+		l, clk := semLoop()
+		var obj vm.ISync = vm.NewMutex(1, vm.Unbounded)
+		if kind == "Limiter" {
+			obj = vm.NewLimiter(l, vm.LimiterOptions{Concurrent: 1, Rate: 10, Period: time.Second})
+		}
+		var log semLog
+		root := l.NewSteps()
+		var again vm.AsyncSteps
+		var f *vm.Future
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(5)) })
+		root.Sync(obj, func(as vm.AsyncSteps, a vm.Args) {
+			log.add("section %d", a.Int(0))
+			root.Release()
+			again = l.NewSteps()
+			again.Sync(obj, func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7)) })
+			f = again.Promise()
+			as.Success(vm.Int(1))
+		})
+		root.Add(log.step("never"))
+		root.Execute()
+		l.RunUntilIdle()
+		semExpect(t, &log, "section 5")
+		if a := semOK(t, f); a.Int(0) != 7 {
+			t.Fatalf("%s: the new flow got %v", kind, a.Values())
+		}
+		again.Release()
+		clk.Advance(time.Second) // the Throttle's period ends
+		l.RunUntilIdle()
+		semClean(t, l)
+		if s := l.Stats(); s.LiveRoots != 0 {
+			t.Fatalf("%s: %+v", kind, s)
+		}
+	}
+}
