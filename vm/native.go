@@ -142,9 +142,16 @@ func (r *root) nativeReleased() {
 }
 
 func (r *root) runReleased(h func(AsyncSteps)) {
+	if r.teardown&tearHooked != 0 {
+		return // the release that a panic out of the panic handler completes (below)
+	}
 	was := r.teardown
 	r.teardown |= tearRelease
-	r.l.callFunc(func() { h(r.handle()) })
+	r.l.callHook(func() { h(r.handle()) }, func() {
+		r.teardown = was | tearHooked
+		r.handle().Release()
+		r.teardown = was
+	})
 	r.teardown = was
 }
 
@@ -158,8 +165,36 @@ func (r *root) runReleased(h func(AsyncSteps)) {
 // not out of the Release or the end of the run it interrupted.
 func (r *root) nativeEnded(code string) {
 	if h := nativeHooks.ended; h != nil && r.state.native != nil {
-		r.l.callFunc(func() { h(r.handle(), code) })
+		epoch := r.rootEpoch
+		r.l.callHook(func() { h(r.handle(), code) }, func() {
+			// What follows the end of the run: the rest of the Release
+			// that canceled it, or a spawned root's release.
+			switch {
+			case r.rootEpoch != epoch: // the hook released r
+			case r.teardown&tearRelease != 0:
+				r.teardown &^= tearRelease
+				r.handle().Release()
+			case r.spawned:
+				r.handle().Release()
+			}
+		})
 	}
+}
+
+// callHook runs a root hook as callFunc does. Unlike an Immediate, a hook
+// runs amid the VM's own work on its root (a Release, the end of a run),
+// which a panic out of the panic handler would leave halfway: a root
+// neither released nor pooled, counted live for good. rest, which
+// completes that work, then runs before the panic goes on.
+func (l *Loop) callHook(fn, rest func()) {
+	done := false
+	defer func() {
+		if !done {
+			rest()
+		}
+	}()
+	l.callFunc(fn)
+	done = true
 }
 
 // NativeRootValue exists for foreign-function bindings: it returns the

@@ -222,3 +222,64 @@ func TestNativeEndedHookRestartsSpawnedRoot(t *testing.T) {
 		l.Close()
 	}
 }
+
+// A hook runs amid the VM's own work on its root, not at a pass's top
+// level as an Immediate does: a panic handler that panics in turn (a
+// program that lets such panics out of Run) must not leave that work
+// halfway. The release completes before the panic goes on, whether the
+// hook was the release hook, or the end hook of a spawned root or of a
+// running root that Release cancels. (The root stayed counted live, and
+// a second Release of it did nothing.)
+func TestNativeHookPanicOutOfPanicHandler(t *testing.T) {
+	for _, c := range []struct{ hook, how string }{
+		{"released", "Release"}, {"released", "Spawn"},
+		{"ended", "Release of a running root"}, {"ended", "Spawn"},
+	} {
+		t.Run(c.hook+"/"+c.how, func(t *testing.T) {
+			hook := func(vm.AsyncSteps) { panic("hook") }
+			if c.hook == "released" {
+				vm.SetNativeRootHooks(hook, nil)
+			} else {
+				vm.SetNativeRootHooks(nil, func(root vm.AsyncSteps, _ string) { hook(root) })
+			}
+			defer vm.SetNativeRootHooks(nil, nil)
+			l := vm.NewLoop(vm.WithPanicHandler(func(v any) { panic(v) }))
+			defer l.Close()
+			escaped := 0
+			try := func(f func()) {
+				defer func() {
+					if p := recover(); p != nil {
+						escaped++
+					}
+				}()
+				f()
+			}
+			body := func(as vm.AsyncSteps, _ vm.Args) {
+				vm.SetNativeRootValue(as, "binding's")
+				if c.how != "Spawn" {
+					as.WaitExternal()
+				}
+			}
+			if c.how == "Spawn" {
+				l.Spawn(body)
+				try(l.RunUntilIdle)
+			} else {
+				root := l.NewSteps()
+				root.Add(body)
+				root.Execute()
+				l.RunUntilIdle()
+				try(root.Release)
+				try(root.Release) // a no-op: the first one released it
+			}
+			if escaped != 1 {
+				t.Fatalf("the handler's panic escaped %d times, want once", escaped)
+			}
+			if s := l.Stats(); s.LiveRoots != 0 || s.PooledRoots != 1 {
+				t.Fatalf("after the release: %+v, want no live roots and one pooled", s)
+			}
+			vm.SetNativeRootHooks(nil, nil)
+			semNextRootWorks(t, l)
+			semClean(t, l)
+		})
+	}
+}

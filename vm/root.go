@@ -73,6 +73,7 @@ const (
 	tearCancel  uint8 = 1 << 0 // a cancel handler (cancelFrame)
 	tearDestroy uint8 = 1 << 1 // a Stack destroy callback (destroyStack)
 	tearRelease uint8 = 1 << 2 // Release canceling the run, or its release hook (nativeReleased)
+	tearHooked  uint8 = 1 << 3 // a Release whose hook has run (see runReleased)
 )
 
 // inlineSlots is the length of a root's first slot table.
