@@ -182,6 +182,17 @@ func foreignSuccessStep(f Foreign, vals []Value) {
 	f.SuccessStep(append([]Value(nil), vals...))
 }
 
+// foreignAdd is Add for a foreign flow. The foreign engine keeps no
+// words of AddNative: its step would run without them (a binding's
+// trampoline would call a null function), which is misuse.
+func foreignAdd(f Foreign, fn ExecFunc, eh ErrorFunc, words bool) {
+	if words {
+		f.Misuse("AddNative with words on a foreign flow, which cannot keep them")
+		return
+	}
+	f.Add(fn, eh)
+}
+
 // foreignTarget serves the methods that reach target with a foreign
 // handle: Add, whose dispatch follows target to stay off the VM's path, and
 // the VM's own synchronization primitives (Mutex.Sync and the like).

@@ -22,7 +22,8 @@ type NativeWords struct{ A, B uintptr }
 // the new step also carries w, which fn takes back with TakeNativeWords when
 // it runs: one trampoline then serves every foreign step, with no closure
 // per step. A step with words other than zero gets a wide node whose
-// operands carry w, and CopyFrom copies them with the step.
+// operands carry w, and CopyFrom copies them with the step. A foreign flow
+// (WrapForeign) cannot keep words: words other than zero are misuse there.
 func AddNative(as AsyncSteps, fn ExecFunc, onError ErrorFunc, w NativeWords) AsyncSteps {
 	return as.addExec(fn, onError, uint64(w.A), uint64(w.B))
 }

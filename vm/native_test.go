@@ -283,3 +283,34 @@ func TestNativeHookPanicOutOfPanicHandler(t *testing.T) {
 		})
 	}
 }
+
+// addForeign is a foreign flow that records the steps added to it and the
+// misuse reported to it.
+type addForeign struct {
+	vm.Foreign
+	added   int
+	misuses []string
+}
+
+func (f *addForeign) Add(vm.ExecFunc, vm.ErrorFunc) { f.added++ }
+func (f *addForeign) Misuse(info string)            { f.misuses = append(f.misuses, info) }
+
+// AddNative through a foreign handle cannot keep its words: the foreign
+// engine stores the step, and TakeNativeWords in it gets zero words. Words
+// other than zero are misuse, reported to the engine, not a step added
+// without them (whose trampoline would call a null C function); zero
+// words add the step, as Add does.
+func TestNativeAddNativeOnForeignFlow(t *testing.T) {
+	f := &addForeign{}
+	h := vm.WrapForeign(f)
+	step := func(vm.AsyncSteps, vm.Args) {}
+	vm.AddNative(h, step, nil, vm.NativeWords{A: 1, B: 2})
+	if f.added != 0 || len(f.misuses) != 1 {
+		t.Fatalf("AddNative with words: %d steps added, misuse %q; want none added and one report", f.added, f.misuses)
+	}
+	semInfoMentions(t, f.misuses[0], "AddNative", "foreign")
+	vm.AddNative(h, step, nil, vm.NativeWords{})
+	if f.added != 1 || len(f.misuses) != 1 {
+		t.Fatalf("AddNative with no words: %d steps added, misuse %q; want one added", f.added, f.misuses)
+	}
+}

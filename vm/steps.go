@@ -360,7 +360,7 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 	if q == nil {
 		if q = as.target("Add"); q == nil {
 			if f := as.foreign(); f != nil { // Add's dispatch, off its path
-				f.Add(fn, eh)
+				foreignAdd(f, fn, eh, a|b != 0)
 			}
 			return as
 		}
