@@ -50,11 +50,11 @@ func TakeNativeWords(as AsyncSteps) NativeWords {
 // live frame (a running step, one running its error or cancel handler, a
 // loop iteration, a started parallel step), which are the places where a
 // binding hands a handle to foreign code and must learn when the frame
-// ends. It returns nil for a root, a parallel accessor, or a handle that
-// is no longer valid.
+// ends. It returns nil for a root, a parallel accessor, a handle that is
+// no longer valid, and a size StackRaw refuses.
 func FrameAlloc(as AsyncSteps, size int, destroy func(unsafe.Pointer)) unsafe.Pointer {
 	n, ok := as.frame()
-	if !ok || size < 0 {
+	if !ok || size < 0 || size > maxStackSize {
 		return nil
 	}
 	return as.r.frameAlloc(n, size, destroy)

@@ -242,6 +242,39 @@ func TestSemStackRawNegativeSize(t *testing.T) {
 	semClean(t, l)
 }
 
+// StackRaw of more than the most a Stack allocation may take is misuse, as
+// a negative size is: inside a step it fails the flow; through a waiting
+// step's handle, from the loop's goroutine between passes, it returns nil
+// and fails the flow too, where the arena's refusal (a panic) would have
+// come out of the call.
+func TestSemStackRawHugeSize(t *testing.T) {
+	for _, size := range []int{1<<30 + 1, 1 << 40, 1 << 62} {
+		l, _ := semLoop()
+		root := l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.StackRaw(size, nil) })
+		f := root.Promise()
+		l.RunUntilIdle()
+		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "StackRaw", "GiB")
+		root.Release()
+
+		var waiting vm.AsyncSteps
+		root = l.NewSteps()
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.WaitExternal()
+			waiting = as
+		})
+		f = root.Promise()
+		l.RunUntilIdle()
+		if p := waiting.StackRaw(size, nil); p != nil {
+			t.Fatalf("StackRaw(%d) from outside the step returned memory", size)
+		}
+		l.RunUntilIdle()
+		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "StackRaw", "GiB")
+		root.Release()
+		semClean(t, l)
+	}
+}
+
 // Pointer-free stack memory comes from the root's arena.
 func TestSemStackUsesArena(t *testing.T) {
 	l, _ := semLoop()

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"strconv"
 	"unsafe"
 
 	"github.com/stepvm/stepvm/arena"
@@ -80,8 +81,19 @@ func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Poi
 		as.misuse("StackRaw with a negative size")
 		return nil
 	}
+	if size > maxStackSize {
+		as.misuse("StackRaw of " + strconv.Itoa(size) + " bytes, more than the 1 GiB a Stack allocation may take")
+		return nil
+	}
 	return as.r.frameAlloc(n, size, destroy)
 }
+
+// maxStackSize bounds a Stack allocation. Far past what a step's scratch
+// memory needs, it keeps a size no chunk could hold from reaching the
+// arena, whose refusal is a panic: inside a step's call that fails its
+// flow, but from the loop's goroutine between passes it would come out of
+// the call.
+const maxStackSize = 1 << 30
 
 // stackFrame is running for Stack and StackRaw, which an error handler (a
 // step's or a parallel step's) may call too: the memory lives with the
