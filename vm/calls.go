@@ -67,21 +67,41 @@ func (l *Loop) callTeardown(fn func()) (p any) {
 // callFunc runs an Immediate, Deferred or Post callback. Its panic belongs
 // to no flow: it goes to the loop's panic handler.
 func (l *Loop) callFunc(fn func()) {
+	if p := l.callNoFrame(fn); p != nil {
+		l.reportPanic(p)
+	}
+}
+
+// callNoFrame runs fn as no frame's code and returns what it panicked with:
+// nil when it returned, or when what it raised was the VM's unwinding
+// (Error through a handle of a step not in its call, which that step's
+// flow hears of).
+func (l *Loop) callNoFrame(fn func()) (p any) {
 	prev := l.enter(0)
-	var p any
-	func() {
-		defer func() {
-			p = recover()
-			l.leave(prev)
-		}()
-		fn()
+	returned := false
+	defer func() {
+		l.leave(prev)
+		if !returned { // recover costs a runtime call: skip it when fn returned
+			if p = recover(); isUnwinding(p) {
+				p = nil
+			}
+		}
 	}()
-	if p == nil {
-		return
-	}
-	if _, ok := p.(*unwinding); ok {
-		return
-	}
+	fn()
+	returned = true
+	return nil
+}
+
+// isUnwinding reports whether p is the VM's own unwinding (Error, Break or
+// Continue), which is no callback's panic.
+func isUnwinding(p any) bool {
+	_, ok := p.(*unwinding)
+	return ok
+}
+
+// reportPanic counts p, a callback's panic that belongs to no flow, and
+// hands it to the loop's panic handler, if any.
+func (l *Loop) reportPanic(p any) {
 	l.panics++
 	if l.onPanic != nil {
 		l.panicHandler(p)

@@ -148,18 +148,33 @@ func (r *root) runReleased(h func(AsyncSteps)) {
 	}
 	was := r.teardown
 	r.teardown |= tearRelease
-	r.l.callHook(func() { h(r.handle()) }, func() {
-		r.teardown = was | tearHooked
-		r.handle().Release()
+	// callNoFrame, written out: this runs on every Release once a binding
+	// has set its hooks, and a call and a closure less count there.
+	l := r.l
+	prev := l.enter(0)
+	returned := false
+	defer func() {
+		l.leave(prev)
 		r.teardown = was
-	})
-	r.teardown = was
+		if returned {
+			return
+		}
+		if p := recover(); p != nil && !isUnwinding(p) {
+			l.reportHookPanic(p, func() {
+				r.teardown = was | tearHooked
+				r.handle().Release()
+				r.teardown = was
+			})
+		}
+	}()
+	h(r.handle())
+	returned = true
 }
 
 // nativeEnded runs the end hook for r, whose run has ended with code
 // ("" for success or cancellation); report calls it.
 //
-// Both hooks run through callFunc, as no frame's code: a run may end, and
+// Both hooks run as no frame's code (callNoFrame): a run may end, and
 // a root be released, inside another flow's step, whose function the
 // binding's calls must not be taken for (its misuse would fail that flow).
 // A hook's panic goes to the loop's panic handler, as an Immediate's does,
@@ -167,34 +182,36 @@ func (r *root) runReleased(h func(AsyncSteps)) {
 func (r *root) nativeEnded(code string) {
 	if h := nativeHooks.ended; h != nil && r.state.native != nil {
 		epoch := r.rootEpoch
-		r.l.callHook(func() { h(r.handle(), code) }, func() {
-			// What follows the end of the run: the rest of the Release
-			// that canceled it, or a spawned root's release.
-			switch {
-			case r.rootEpoch != epoch: // the hook released r
-			case r.teardown&tearRelease != 0:
-				r.teardown &^= tearRelease
-				r.handle().Release()
-			case r.spawned:
-				r.handle().Release()
-			}
-		})
+		if p := r.l.callNoFrame(func() { h(r.handle(), code) }); p != nil {
+			r.l.reportHookPanic(p, func() {
+				// What follows the end of the run: the rest of the Release
+				// that canceled it, or a spawned root's release.
+				switch {
+				case r.rootEpoch != epoch: // the hook released r
+				case r.teardown&tearRelease != 0:
+					r.teardown &^= tearRelease
+					r.handle().Release()
+				case r.spawned:
+					r.handle().Release()
+				}
+			})
+		}
 	}
 }
 
-// callHook runs a root hook as callFunc does. Unlike an Immediate, a hook
-// runs amid the VM's own work on its root (a Release, the end of a run),
-// which a panic out of the panic handler would leave halfway: a root
-// neither released nor pooled, counted live for good. rest, which
-// completes that work, then runs before the panic goes on.
-func (l *Loop) callHook(fn, rest func()) {
+// reportHookPanic is reportPanic for p, the panic of a root hook. Unlike an
+// Immediate, a hook runs amid the VM's own work on its root (a Release,
+// the end of a run), which a panic out of the panic handler would leave
+// halfway: a root neither released nor pooled, counted live for good.
+// rest, which completes that work, then runs before the panic goes on.
+func (l *Loop) reportHookPanic(p any, rest func()) {
 	done := false
 	defer func() {
 		if !done {
 			rest()
 		}
 	}()
-	l.callFunc(fn)
+	l.reportPanic(p)
 	done = true
 }
 
