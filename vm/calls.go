@@ -112,16 +112,20 @@ func (l *Loop) reportPanic(p any) {
 // pass as the callback did: depth stays raised, so that a pass the handler
 // starts is rejected (nestedPass) instead of running the outer pass's work
 // and leaving it to pop an empty run queue. A panic out of the handler
-// leaves the pass (callbacks run at its top level only): inPass goes down
-// with it, or timers set between passes would wait for the next pass to
-// start counting, and the timers the pass staged are sealed, as its end
+// leaves the pass when the callback ran at its top level: inPass goes
+// down with it, or timers set between passes would wait for the next pass
+// to start counting, and the timers the pass staged are sealed, as its end
 // would have, or they would start counting only when the next pass began.
+// A root hook may run inside other user code (a step that releases a root),
+// whose protected call recovers the panic: the pass goes on, and must go on
+// staging the timers its callbacks set.
 func (l *Loop) panicHandler(p any) {
+	top := l.depth == 0
 	l.depth++
 	returned := false
 	defer func() {
 		l.depth--
-		if !returned {
+		if !returned && top {
 			l.inPass = false
 			if l.wheel.Unsealed() {
 				l.wheel.Seal(l.now())
