@@ -118,7 +118,10 @@ func (l *Loop) reportPanic(p any) {
 // would have, or they would start counting only when the next pass began.
 // A root hook may run inside other user code (a step that releases a root),
 // whose protected call recovers the panic: the pass goes on, and must go on
-// staging the timers its callbacks set.
+// staging the timers its callbacks set. At the pass's level, a hook may run
+// in the dispatch (the end of a flow in its turn): the registers of that
+// turn go back to none, or the next flow's step that is passed no values
+// would get the ones left.
 func (l *Loop) panicHandler(p any) {
 	top := l.depth == 0
 	l.depth++
@@ -127,6 +130,9 @@ func (l *Loop) panicHandler(p any) {
 		l.depth--
 		if !returned && top {
 			l.inPass = false
+			l.cur, l.curTh, l.cont = 0, 0, contNone
+			l.argsCur.clear()
+			l.argsNxt.clear()
 			if l.wheel.Unsealed() {
 				l.wheel.Seal(l.now())
 			}

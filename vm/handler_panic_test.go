@@ -44,3 +44,43 @@ func TestHandlerPanicInsideStepKeepsThePass(t *testing.T) {
 	}
 	semClean(t, l)
 }
+
+// The end hook of a flow that ends in its own turn runs in the dispatch,
+// with the flow's last values in the loop's registers; a panic that the
+// panic handler lets out leaves the pass from there. The registers must not
+// carry the turn over: the values stayed, and the next flow's first step,
+// which is passed none, got them.
+func TestHandlerPanicOutOfDispatchLeavesNoValues(t *testing.T) {
+	vm.SetNativeRootHooks(nil, func(vm.AsyncSteps, string) { panic("ended") })
+	defer vm.SetNativeRootHooks(nil, nil)
+	l := vm.NewLoop(vm.WithPanicHandler(func(v any) { panic(v) }))
+	defer l.Close()
+	root := l.NewSteps()
+	vm.SetNativeRootValue(root, "binding's")
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(7), vm.Int(8)) })
+	f := root.Promise()
+	func() {
+		defer func() {
+			if p := recover(); p != "ended" {
+				t.Fatalf("RunUntilIdle panicked with %v, want the hook's panic", p)
+			}
+		}()
+		l.RunUntilIdle()
+	}()
+	if a := semOK(t, f); a.Len() != 2 || a.Int(0) != 7 {
+		t.Fatalf("result %v, want 7, 8", a.Values())
+	}
+	vm.SetNativeRootHooks(nil, nil)
+	root.Release()
+	next := l.NewSteps()
+	got := -1
+	next.Add(func(_ vm.AsyncSteps, args vm.Args) { got = args.Len() })
+	g := next.Promise()
+	l.RunUntilIdle()
+	semOK(t, g)
+	if got != 0 {
+		t.Fatalf("the first step of the next flow got %d values, want none", got)
+	}
+	next.Release()
+	semClean(t, l)
+}
