@@ -84,3 +84,106 @@ func TestHandlerPanicOutOfDispatchLeavesNoValues(t *testing.T) {
 	next.Release()
 	semClean(t, l)
 }
+
+// A root hook's panic that the panic handler lets out leaves the pass from
+// wherever the run ended or the root was released: the dispatch, a timeout,
+// a Resumer's completion or a Post in the inbox, an Immediate. Whatever
+// else was due in that pass (another flow's steps, which pass values and
+// none, Immediates, Posts, timers due at the same time) runs in the next
+// passes exactly once, and the loop ends clean.
+func TestHandlerPanicFromEveryEndLosesNothing(t *testing.T) {
+	for _, c := range []struct{ end, hook string }{
+		{"error in turn", "ended"}, {"timeout", "ended"}, {"resumer", "ended"},
+		{"cancel from post", "ended"}, {"release from immediate", "ended"},
+		{"release from immediate", "released"}, {"spawned, in turn", "released"},
+	} {
+		t.Run(c.end+"/"+c.hook, func(t *testing.T) {
+			clk := vm.NewManualClock(time.Unix(0, 0))
+			l := vm.NewLoop(vm.WithClock(clk), vm.WithPanicHandler(func(v any) { panic(v) }))
+			defer l.Close()
+			ran := map[string]int{}
+			var res vm.Resumer
+			root := l.NewSteps()
+			vm.SetNativeRootValue(root, "binding's")
+			body := func(as vm.AsyncSteps, _ vm.Args) {
+				switch c.end {
+				case "error in turn":
+					as.Error("Boom")
+				case "spawned, in turn":
+					as.Success(vm.Int(1), vm.Int(2))
+				case "timeout":
+					as.SetTimeout(time.Millisecond)
+				case "resumer":
+					res = as.Resumer()
+					as.WaitExternal()
+				default:
+					as.WaitExternal()
+				}
+			}
+			inTurn := c.end == "error in turn" || c.end == "spawned, in turn"
+			if !inTurn {
+				root.Add(body)
+				root.Execute()
+				l.RunUntilIdle()
+			}
+			other := l.NewSteps()
+			other.Add(func(as vm.AsyncSteps, _ vm.Args) { ran["o1"]++; as.Success(vm.Int(5)) }).
+				Add(func(as vm.AsyncSteps, a vm.Args) { ran["o2"] += 1 + 10*(1-a.Len()) }).
+				Add(func(as vm.AsyncSteps, a vm.Args) { ran["o3"] += 1 + 10*a.Len() })
+			of := other.Promise()
+			l.Immediate(func() { ran["immediate"]++ })
+			l.Deferred(time.Millisecond, func() { ran["deferred"]++ })
+			l.Post(func() { ran["post"]++ })
+			switch c.end {
+			case "error in turn":
+				root.Add(body)
+				root.Execute()
+			case "spawned, in turn":
+				root.Release()
+				l.Spawn(func(as vm.AsyncSteps, a vm.Args) {
+					vm.SetNativeRootValue(as, "binding's")
+					body(as, a)
+				})
+			case "resumer":
+				res.Success()
+			case "cancel from post":
+				l.Post(root.Cancel)
+			case "release from immediate":
+				l.Immediate(root.Release)
+			}
+			l.Deferred(time.Millisecond, func() { ran["deferred 2"]++ })
+			clk.Advance(time.Millisecond)
+			setPanickingHook(t, c.hook)
+			escaped := 0
+			for range 3 {
+				func() {
+					defer func() {
+						if recover() != nil {
+							escaped++
+						}
+					}()
+					l.RunUntilIdle()
+				}()
+			}
+			vm.SetNativeRootHooks(nil, nil)
+			if escaped != 1 {
+				t.Fatalf("the handler's panic escaped %d times, want once", escaped)
+			}
+			for _, k := range []string{"o1", "o2", "o3", "immediate", "deferred", "post", "deferred 2"} {
+				if ran[k] != 1 {
+					t.Errorf("%s: %d, want 1 (once, with the values passed to it)", k, ran[k])
+				}
+			}
+			semOK(t, of)
+			other.Release()
+			if c.end != "release from immediate" && c.end != "spawned, in turn" {
+				root.Release()
+			}
+			if s := l.Stats(); s.LiveRoots != 0 || s.PooledRoots != 2 {
+				t.Fatalf("%+v, want no live roots and two pooled", s)
+			}
+			semNextRootWorks(t, l)
+			semClean(t, l)
+		})
+	}
+}

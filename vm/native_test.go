@@ -236,13 +236,7 @@ func TestNativeHookPanicOutOfPanicHandler(t *testing.T) {
 		{"ended", "Release of a running root"}, {"ended", "Spawn"},
 	} {
 		t.Run(c.hook+"/"+c.how, func(t *testing.T) {
-			hook := func(vm.AsyncSteps) { panic("hook") }
-			if c.hook == "released" {
-				vm.SetNativeRootHooks(hook, nil)
-			} else {
-				vm.SetNativeRootHooks(nil, func(root vm.AsyncSteps, _ string) { hook(root) })
-			}
-			defer vm.SetNativeRootHooks(nil, nil)
+			setPanickingHook(t, c.hook)
 			l := vm.NewLoop(vm.WithPanicHandler(func(v any) { panic(v) }))
 			defer l.Close()
 			escaped := 0
@@ -282,6 +276,18 @@ func TestNativeHookPanicOutOfPanicHandler(t *testing.T) {
 			semClean(t, l)
 		})
 	}
+}
+
+// setPanickingHook makes the release hook ("released") or the end hook
+// ("ended") panic with "hook" until t ends.
+func setPanickingHook(t *testing.T, which string) {
+	hook := func(vm.AsyncSteps) { panic("hook") }
+	if which == "released" {
+		vm.SetNativeRootHooks(hook, nil)
+	} else {
+		vm.SetNativeRootHooks(nil, func(root vm.AsyncSteps, _ string) { hook(root) })
+	}
+	t.Cleanup(func() { vm.SetNativeRootHooks(nil, nil) })
 }
 
 // addForeign is a foreign flow that records the steps added to it and the
