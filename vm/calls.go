@@ -121,13 +121,14 @@ func (l *Loop) reportPanic(p any) {
 // staging the timers its callbacks set. At the pass's level, a hook may run
 // in the dispatch (the end of a flow in its turn): the registers of that
 // turn go back to none, or the next flow's step that is passed no values
-// would get the ones left.
+// would get the ones left. Inside a step, the handler is not that step's
+// code: a misuse it makes is not charged to the step's flow.
 func (l *Loop) panicHandler(p any) {
 	top := l.depth == 0
-	l.depth++
+	prev := l.enter(0) // the handler is no frame's code, even inside a step
 	returned := false
 	defer func() {
-		l.depth--
+		l.leave(prev)
 		if !returned && top {
 			l.inPass = false
 			l.cur, l.curTh, l.cont = 0, 0, contNone

@@ -187,3 +187,34 @@ func TestHandlerPanicFromEveryEndLosesNothing(t *testing.T) {
 		})
 	}
 }
+
+// The panic handler is no step's code, wherever the panic it hears of came
+// from: a root hook's panic reaches it inside the step that released the
+// root, and a misuse the handler makes, and recovers itself, must not fail
+// that step's flow.
+func TestHandlerMisuseInsideStepIsNotTheSteps(t *testing.T) {
+	vm.SetNativeRootHooks(func(vm.AsyncSteps) { panic("hook") }, nil)
+	defer vm.SetNativeRootHooks(nil, nil)
+	heard := 0
+	var l *vm.Loop
+	l = vm.NewLoop(vm.WithPanicHandler(func(any) {
+		heard++
+		func() {
+			defer func() { _ = recover() }()
+			l.Immediate(nil) // misuse, recovered here
+		}()
+	}))
+	defer l.Close()
+	other := l.NewSteps()
+	root := l.NewSteps()
+	root.Add(func(vm.AsyncSteps, vm.Args) { other.Release() })
+	f := root.Promise()
+	l.RunUntilIdle()
+	if heard != 1 {
+		t.Fatalf("the panic handler heard %d panics, want the hook's", heard)
+	}
+	semOK(t, f)
+	vm.SetNativeRootHooks(nil, nil)
+	root.Release()
+	semClean(t, l)
+}
