@@ -155,17 +155,18 @@ func (r *root) runReleased(h func(AsyncSteps)) {
 	returned := false
 	defer func() {
 		l.leave(prev)
+		if !returned {
+			// The panic handler hears of it while r is still being
+			// released: a Release or Execute of r it makes does nothing.
+			if p := recover(); p != nil && !isUnwinding(p) {
+				l.reportHookPanic(p, func() {
+					r.teardown = was | tearHooked
+					r.handle().Release()
+					r.teardown = was
+				})
+			}
+		}
 		r.teardown = was
-		if returned {
-			return
-		}
-		if p := recover(); p != nil && !isUnwinding(p) {
-			l.reportHookPanic(p, func() {
-				r.teardown = was | tearHooked
-				r.handle().Release()
-				r.teardown = was
-			})
-		}
 	}()
 	h(r.handle())
 	returned = true

@@ -98,35 +98,46 @@ func TestNativeRootIDPerFlow(t *testing.T) {
 // A foreign binding's release hook that releases the root again, or
 // executes it, does neither: the root is being released. (Releasing it
 // again recursed without end; executing it left a pooled root running, and
-// counted in RunningRoots for good.)
+// counted in RunningRoots for good.) So does the panic handler that hears
+// of the hook's panic, which runs while that Release is under way. (It ran
+// with the root no longer marked as being released: its Release ran the
+// hook again, whose panic reached the handler again, until the stack
+// overflowed; its Execute started a run that the Release then dropped.)
 func TestNativeReleasedHookCannotRestartOrRelease(t *testing.T) {
 	for _, spawned := range []bool{false, true} {
-		calls := 0
-		vm.SetNativeRootHooks(func(root vm.AsyncSteps) {
-			calls++
-			root.Release()
-			root.Add(func(vm.AsyncSteps, vm.Args) { t.Error("a step of a released root ran") })
-			root.Execute()
-		}, nil)
-		l := vm.NewLoop()
-		if spawned {
-			l.Spawn(func(vm.AsyncSteps, vm.Args) {}) // released by the end of its run
-		} else {
-			root := l.NewSteps()
-			root.Add(func(vm.AsyncSteps, vm.Args) {})
-			root.Execute()
+		for _, from := range []string{"hook", "panic handler"} {
+			calls := 0
+			again := func(root vm.AsyncSteps) {
+				calls++
+				root.Release()
+				root.Add(func(vm.AsyncSteps, vm.Args) { t.Error("a step of a released root ran") })
+				root.Execute()
+			}
+			var hooked vm.AsyncSteps
+			if from == "hook" {
+				vm.SetNativeRootHooks(again, nil)
+			} else {
+				vm.SetNativeRootHooks(func(root vm.AsyncSteps) { hooked = root; panic("hook") }, nil)
+			}
+			l := vm.NewLoop(vm.WithPanicHandler(func(any) { again(hooked) }))
+			if spawned {
+				l.Spawn(func(vm.AsyncSteps, vm.Args) {}) // released by the end of its run
+			} else {
+				root := l.NewSteps()
+				root.Add(func(vm.AsyncSteps, vm.Args) {})
+				root.Execute()
+				l.RunUntilIdle()
+				root.Release()
+			}
 			l.RunUntilIdle()
-			root.Release()
+			vm.SetNativeRootHooks(nil, nil)
+			if calls != 1 {
+				t.Fatalf("spawned %v, from the %s: ran %d times", spawned, from, calls)
+			}
+			semClean(t, l)
+			semPooledOnce(t, l)
+			l.Close()
 		}
-		l.RunUntilIdle()
-		vm.SetNativeRootHooks(nil, nil)
-		if s := l.Stats(); calls != 1 || s.RunningRoots != 0 || s.LiveRoots != 0 || s.PooledRoots != 1 || s.ArenaInUse != 0 {
-			t.Fatalf("spawned %v: hook ran %d times, then %+v", spawned, calls, s)
-		}
-		if a, b := l.NewSteps(), l.NewSteps(); vm.RootID(a) == vm.RootID(b) {
-			t.Fatal("the pool handed out one root twice")
-		}
-		l.Close()
 	}
 }
 
@@ -212,13 +223,8 @@ func TestNativeEndedHookRestartsSpawnedRoot(t *testing.T) {
 		if len(log) != 2 || log[0] != "hook "+code || log[1] != "hook " {
 			t.Fatalf("error %q: trace %q, want the hook, then the hook of the canceled restart", code, log)
 		}
-		if s := l.Stats(); s.LiveRoots != 0 || s.PooledRoots != 1 {
-			t.Fatalf("error %q: %+v, want the root pooled once", code, s)
-		}
 		semClean(t, l)
-		if a, b := l.NewSteps(), l.NewSteps(); vm.RootID(a) == vm.RootID(b) {
-			t.Fatal("the pool handed out one root twice")
-		}
+		semPooledOnce(t, l)
 		l.Close()
 	}
 }
@@ -276,6 +282,21 @@ func TestNativeHookPanicOutOfPanicHandler(t *testing.T) {
 			semClean(t, l)
 		})
 	}
+}
+
+// semPooledOnce fails t unless l has no live or running root and one
+// pooled, which the pool hands out once.
+func semPooledOnce(t *testing.T, l *vm.Loop) {
+	t.Helper()
+	if s := l.Stats(); s.LiveRoots != 0 || s.RunningRoots != 0 || s.PooledRoots != 1 {
+		t.Fatalf("%+v, want no live or running root and one pooled", s)
+	}
+	a, b := l.NewSteps(), l.NewSteps()
+	if vm.RootID(a) == vm.RootID(b) {
+		t.Fatal("the pool handed out one root twice")
+	}
+	a.Release()
+	b.Release()
 }
 
 // setPanickingHook makes the release hook ("released") or the end hook
