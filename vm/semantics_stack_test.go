@@ -246,15 +246,34 @@ func TestSemStackRawNegativeSize(t *testing.T) {
 // a negative size is: inside a step it fails the flow; through a waiting
 // step's handle, from the loop's goroutine between passes, it returns nil
 // and fails the flow too, where the arena's refusal (a panic) would have
-// come out of the call.
+// come out of the call. So is Stack of a type that large, with Go pointers
+// or without, which is refused before one exists: a zero T made to size it
+// (or a T with pointers, made on the Go heap) was a fatal out-of-memory
+// error, the end of the process.
 func TestSemStackRawHugeSize(t *testing.T) {
+	type huge [1 << 40]byte
+	type hugePtrs struct {
+		p *int
+		b huge
+	}
+	type alloc struct {
+		what string
+		call func(vm.AsyncSteps) bool // whether it returned memory
+	}
+	var cases []alloc
 	for _, size := range []int{1<<30 + 1, 1 << 40, 1 << 62} {
+		cases = append(cases, alloc{"StackRaw", func(as vm.AsyncSteps) bool { return as.StackRaw(size, nil) != nil }})
+	}
+	cases = append(cases,
+		alloc{"Stack", func(as vm.AsyncSteps) bool { return vm.Stack[huge](as) != nil }},
+		alloc{"Stack", func(as vm.AsyncSteps) bool { return vm.Stack[hugePtrs](as) != nil }})
+	for _, c := range cases {
 		l, _ := semLoop()
 		root := l.NewSteps()
-		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.StackRaw(size, nil) })
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { c.call(as) })
 		f := root.Promise()
 		l.RunUntilIdle()
-		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "StackRaw", "GiB")
+		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, c.what, "GiB")
 		root.Release()
 
 		var waiting vm.AsyncSteps
@@ -265,11 +284,11 @@ func TestSemStackRawHugeSize(t *testing.T) {
 		})
 		f = root.Promise()
 		l.RunUntilIdle()
-		if p := waiting.StackRaw(size, nil); p != nil {
-			t.Fatalf("StackRaw(%d) from outside the step returned memory", size)
+		if c.call(waiting) {
+			t.Fatalf("%s from outside the step returned memory", c.what)
 		}
 		l.RunUntilIdle()
-		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, "StackRaw", "GiB")
+		semInfoMentions(t, semFail(t, f, vm.InternalError).Info, c.what, "GiB")
 		root.Release()
 		semClean(t, l)
 	}

@@ -16,11 +16,18 @@ import (
 // garbage collector. A T that holds Go pointers (strings, slices, maps,
 // pointers, interfaces, funcs) must stay visible to the collector, so it is
 // allocated on the Go heap and the step keeps it reachable until it ends.
-// Stack returns nil for the handle of a step that has ended; called from a
-// step, that is misuse, an InternalError of the calling flow, as every call
-// through such a handle is (and, like every call, Stack panics for the zero
-// AsyncSteps).
+// Stack returns nil for the handle of a step that has ended, and for a T
+// of more than 1 GiB; called from a step, that is misuse, an InternalError
+// of the calling flow, as every call through such a handle is (and, like
+// every call, Stack panics for the zero AsyncSteps).
 func Stack[T any](as AsyncSteps) *T {
+	// Refused before a T exists: one that large, made on the Go heap (a
+	// zero T to size, a T with pointers), is a fatal out-of-memory error.
+	size := unsafe.Sizeof(*(*T)(nil))
+	if size > maxStackSize {
+		as.misuse("Stack of " + strconv.FormatUint(uint64(size), 10) + " bytes" + overStackMax)
+		return nil
+	}
 	if f := as.foreign(); f != nil {
 		return foreignStack[T](f)
 	}
@@ -35,8 +42,7 @@ func Stack[T any](as AsyncSteps) *T {
 		list.Alloc(&r.a, stackSize(0), ownStack(n), r.put(p)) // the slot keeps p until n ends
 		return p
 	}
-	var zero T
-	return (*T)(list.Alloc(&r.a, stackSize(unsafe.Sizeof(zero)), ownStack(n), 0))
+	return (*T)(list.Alloc(&r.a, stackSize(size), ownStack(n), 0))
 }
 
 // stackSize is what to ask a Stack list for size bytes: never a block of a
@@ -82,7 +88,7 @@ func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Poi
 		return nil
 	}
 	if size > maxStackSize {
-		as.misuse("StackRaw of " + strconv.Itoa(size) + " bytes, more than the 1 GiB a Stack allocation may take")
+		as.misuse("StackRaw of " + strconv.Itoa(size) + " bytes" + overStackMax)
 		return nil
 	}
 	return as.r.frameAlloc(n, size, destroy)
@@ -94,6 +100,9 @@ func (as AsyncSteps) StackRaw(size int, destroy func(unsafe.Pointer)) unsafe.Poi
 // flow, but from the loop's goroutine between passes it would come out of
 // the call.
 const maxStackSize = 1 << 30
+
+// overStackMax ends the misuse report of a Stack allocation over maxStackSize.
+const overStackMax = ", more than the 1 GiB a Stack allocation may take"
 
 // stackFrame is running for Stack and StackRaw, which an error handler (a
 // step's or a parallel step's) may call too: the memory lives with the
