@@ -188,16 +188,15 @@ func (l *Loop) runThread(t *task) {
 		}
 		switch l.cont {
 		case contNone:
+		case contNext:
+			if budget > 0 && l.runq.len() == 0 {
+				l.argsCur, l.argsNxt = l.argsNxt, l.argsCur
+				continue
+			}
+			l.cont = contNone
+			l.pushFlow(r, th, l.argsNxt)
 		case contSame:
 			continue // stepSync's section, now, with the values its step received
-		default:
-			if budget <= 0 || l.runq.len() > 0 {
-				l.cont = contNone
-				l.pushFlow(r, th, l.argsNxt)
-				break
-			}
-			l.argsCur, l.argsNxt = l.argsNxt, l.argsCur
-			continue
 		}
 		break
 	}
@@ -317,7 +316,7 @@ func (l *Loop) after(r *root, th *Node, thSeq uint32, as AsyncSteps, p any) {
 // p is dropped. An unwinding (Error through the caller's own handle) is no
 // panic of the call's own.
 func recordLate(r *root, epoch uint32, p any) {
-	if _, ok := p.(*unwinding); p != nil && !ok && r.runEpoch-epoch <= 1 {
+	if p != nil && !isUnwinding(p) && r.runEpoch-epoch <= 1 {
 		r.st().recordPanic(p)
 	}
 }

@@ -185,14 +185,11 @@ func (r *root) nativeEnded(code string) {
 		epoch := r.rootEpoch
 		if p := r.l.callNoFrame(func() { h(r.handle(), code) }); p != nil {
 			r.l.reportHookPanic(p, func() {
-				// What follows the end of the run: the rest of the Release
-				// that canceled it, or a spawned root's release.
-				switch {
-				case r.rootEpoch != epoch: // the hook released r
-				case r.teardown&tearRelease != 0:
+				// What follows the end of the run, unless the hook
+				// released r: the rest of the Release that canceled it,
+				// or a spawned root's release.
+				if r.rootEpoch == epoch && (r.teardown&tearRelease != 0 || r.spawned) {
 					r.teardown &^= tearRelease
-					r.handle().Release()
-				case r.spawned:
 					r.handle().Release()
 				}
 			})

@@ -176,9 +176,9 @@ func (l *Loop) raiseMisuse(info string) {
 // code or a loop's Break.
 func (l *Loop) raiseInCall(p any) {
 	if l.inCall != 0 {
-		if _, again := p.(*unwinding); again && l.raisedIn == l.inCall {
+		if isUnwinding(p) && l.raisedIn == l.inCall {
 			p = l.raised
-			if _, ok := p.(*unwinding); ok {
+			if isUnwinding(p) {
 				p = &Error{Code: InternalError, Info: "Error, Break or Continue after Error, Break or Continue: " + swallowedInfo}
 			}
 		}
@@ -200,7 +200,7 @@ func (l *Loop) takeRaised(p any, n *Node) any {
 	q := l.raised
 	l.raised, l.raisedIn = nil, 0
 	if p != nil {
-		if _, ok := q.(*unwinding); !ok && p != q {
+		if !isUnwinding(q) && p != q {
 			// A misuse report that the function recovered while it
 			// panicked or unwound for another reason (a deferred function
 			// of a step that is unwinding with its Error): the report
@@ -209,7 +209,7 @@ func (l *Loop) takeRaised(p any, n *Node) any {
 		}
 		return p
 	}
-	if _, ok := q.(*unwinding); ok {
+	if isUnwinding(q) {
 		return &Error{Code: InternalError, Info: "the step's function returned after Error, Break or Continue: " + swallowedInfo}
 	}
 	return q // a misuse report
@@ -218,7 +218,7 @@ func (l *Loop) takeRaised(p any, n *Node) any {
 // stray returns p, what a call panicked with that the loop did not raise
 // in it, or, for an unwinding sentinel, an InternalError saying strayInfo.
 func stray(p any) any {
-	if _, ok := p.(*unwinding); ok {
+	if isUnwinding(p) {
 		return &Error{Code: InternalError, Info: strayInfo}
 	}
 	return p
@@ -745,7 +745,6 @@ func (as AsyncSteps) Release() {
 		return
 	}
 	l := r.l
-
 	if r.teardown&(tearRelease|tearDestroy) != 0 { // one test on the common path
 		if r.teardown&tearRelease == 0 {
 			l.endLater(r, true)
