@@ -431,7 +431,7 @@ func stepvmNewInstance(bsi *C.FutoInAsyncSteps, cur C.uint32_t) *C.FutoInAsyncSt
 
 //export stepvmFree
 func stepvmFree(bsi *C.FutoInAsyncSteps, cur C.uint32_t) {
-	c, e := locate(bsi).begin(cur, "free")
+	c, e := locate(bsi).beginLetGo(cur, "free")
 	if e == nil || e.kind != kindRoot {
 		return // a step's or an accessor's record ends with what it names
 	}
@@ -465,7 +465,7 @@ func stepvmSchedule(bsi *C.FutoInAsyncSteps, deferred C.int, ms C.uint32_t, data
 
 //export stepvmSchedCancel
 func stepvmSchedCancel(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32_t) {
-	c, e := locate(bsi).begin(cur, "sched_cancel")
+	c, e := locate(bsi).beginLetGo(cur, "sched_cancel")
 	if e == nil || h == nil {
 		return
 	}

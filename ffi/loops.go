@@ -293,6 +293,21 @@ func (f found) begin(cur C.uint32_t, what string) (callback, *entry) {
 	return c, e
 }
 
+// beginLetGo is begin for the calls that let go of what they name (free,
+// sched_cancel): after the C function has raised something, its other
+// calls do nothing, but these are carried out all the same. Ignored, a free
+// would leave the root to no one, for good, and a canceled callback would
+// run on whatever the program freed after canceling it.
+func (f found) beginLetGo(cur C.uint32_t, what string) (callback, *entry) {
+	c, e := f.begin(cur, what)
+	if e == nil && f.e != nil && c.ls != nil && c.ls.stash != nil {
+		if as, ok := f.e.resolve(); ok {
+			c.as, e = as, f.e
+		}
+	}
+	return c, e
+}
+
 // beginAway starts a call from a thread that is not the goroutine of e's
 // loop (entry.away): it may use only what locate and resumer read. It
 // returns the Resumer the record took when C made its step wait, zero if

@@ -3,6 +3,7 @@
 package ffi_test
 
 import (
+	"time"
 	"unsafe"
 
 	"testing"
@@ -65,6 +66,38 @@ func TestMisuseFromCStep(t *testing.T) {
 			expectLines(t, "trace", takeTrace(), "healthy", "healthy", "healthy")
 			root.Release()
 			healthy.Release()
+		})
+	}
+}
+
+// After handle_error, a C function's calls do nothing, but for those that
+// let go of something: a free of a root it made, and a sched_cancel, are
+// carried out. Ignored, the root would be left to no one and the callback
+// would run after the program canceled it.
+func TestLettingGoAfterError(t *testing.T) {
+	for _, tc := range []struct {
+		scenario int
+		name     string
+		line     string
+	}{
+		{23, "free", "freed after the error: valid 0"},
+		{24, "sched_cancel", "canceled after the error: valid 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctest.ResetTrace()
+			l, clk := newLoop()
+			root := l.NewSteps()
+			ctest.Misuse(ffi.Binary(root), tc.scenario, 0)
+			f := root.Promise()
+			l.RunUntilIdle()
+			clk.Advance(time.Second)
+			l.RunUntilIdle()
+			expectError(t, f, "First", "the first error")
+			expectLines(t, "trace", takeTrace(), tc.line)
+			root.Release()
+			if s := l.Stats(); s.LiveRoots != 0 || s.Timers != 0 {
+				t.Fatalf("%d live roots and %d timers left, want none", s.LiveRoots, s.Timers)
+			}
 		})
 	}
 }

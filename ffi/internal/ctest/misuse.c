@@ -26,6 +26,12 @@ static void fake_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute
 static const FutoInAsyncStepsAPI fake_api = {{{.add = fake_add}}};
 static FutoInAsyncSteps fake = {&fake_api};
 
+static void say_late(void* data)
+{
+    (void)data;
+    ctest_say("a canceled callback ran");
+}
+
 static void misuse_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -118,6 +124,19 @@ static void misuse_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* arg
     case 22: // repeat with a NULL body
         bsi->api->repeat(bsi, NULL, 3, NULL, NULL);
         break;
+    case 23: // free after handle_error: carried out all the same
+        r = bsi->api->newInstance(bsi);
+        bsi->api->handle_error(bsi, "First", "the first error");
+        r->api->free(r);
+        ctest_sayf("freed after the error: valid %d", r->api->isValid(r));
+        break;
+    case 24: { // sched_cancel after handle_error: carried out all the same
+        FutoInHandle h = bsi->api->sched_deferred(bsi, 1, NULL, say_late);
+        bsi->api->handle_error(bsi, "First", "the first error");
+        bsi->api->sched_cancel(bsi, &h);
+        ctest_sayf("canceled after the error: valid %d", bsi->api->sched_is_valid(bsi, &h));
+        break;
+    }
     }
 }
 
