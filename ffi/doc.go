@@ -61,7 +61,10 @@
 // of the interface (a NULL or stale FutoInAsyncSteps, success after add, an
 // unknown value type, ...), which fails the step with InternalError and a
 // descriptive ErrorInfo exactly as the same misuse from Go would. Until the
-// C function returns, further calls it makes are ignored. success, add and
+// C function returns, further calls it makes are ignored, but for free and
+// sched_cancel, which let go of a root or a callback and are carried out
+// (ignored, they would leave the root to no one and run the callback on
+// what the program freed after canceling it). success, add and
 // the other calls take effect at once, as they do from Go. C code that a Go
 // step calls directly (not as a step of its own) has no ffi call to carry
 // handle_error, breakLoop or continueLoop through the step's record back
