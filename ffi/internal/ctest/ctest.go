@@ -456,3 +456,35 @@ func FsCall(p, sync unsafe.Pointer, unlock bool) {
 func FsAddStep(p, sync unsafe.Pointer, name string) {
 	C.ctest_fs_add_step(bsi(p), (*C.FutoInSync)(sync), cstr(name))
 }
+
+// fuzzProg is the C copy of the program a fuzz run reads: the C side reads
+// it across calls, which Go memory must not be kept for.
+var fuzzProg unsafe.Pointer
+
+// FuzzBegin starts a run of the fuzz interpreter on prog, with sync (nil:
+// none) for the sections it takes.
+func FuzzBegin(prog []byte, sync unsafe.Pointer) {
+	FuzzFinish()
+	fuzzProg = C.CBytes(prog)
+	C.ctest_fuzz_begin((*C.uint8_t)(fuzzProg), C.size_t(len(prog)), (*C.FutoInSync)(sync))
+}
+
+// FuzzStart adds the program's first step, with an error handler, to p.
+func FuzzStart(p unsafe.Pointer) { C.ctest_fuzz_start(bsi(p)) }
+
+// FuzzFinish frees the roots the program made and left, and the program.
+func FuzzFinish() {
+	C.ctest_fuzz_finish()
+	if fuzzProg != nil {
+		C.free(fuzzProg)
+		fuzzProg = nil
+	}
+}
+
+// FuzzPending returns how many of the run's custom objects stepvm holds.
+func FuzzPending() int { return int(C.ctest_fuzz_pending()) }
+
+// FuzzProblem describes the first broken guarantee of the run that the C
+// side saw (cleanups missing or run twice, Stack memory overwritten), to
+// be asked once every cleanup must have run; "" when there is none.
+func FuzzProblem() string { return C.GoString(C.ctest_fuzz_problem()) }

@@ -107,6 +107,13 @@ int ctest_nest_cleanups(void);
 void ctest_unhandled_nested(FutoInAsyncSteps* failing, FutoInAsyncSteps* caller,
         int in_error, int through, int what);
 
+/* fuzz.c */
+void ctest_fuzz_begin(const uint8_t* prog, size_t n, FutoInSync* sync);
+void ctest_fuzz_start(FutoInAsyncSteps* root);
+void ctest_fuzz_finish(void);
+int ctest_fuzz_pending(void);
+const char* ctest_fuzz_problem(void);
+
 /* flows.c */
 void ctest_flow(FutoInAsyncSteps* root, int which);
 void ctest_flow_ending(FutoInAsyncSteps* host, int mode);

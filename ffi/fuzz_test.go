@@ -1,0 +1,133 @@
+//go:build cgo
+
+package ffi_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/ffi"
+	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/vm"
+)
+
+// FuzzFFI runs C flows whose every step, handler and callback does what a
+// byte program says next (ffi/internal/ctest/fuzz.c): any sequence of the
+// binary interface's calls, the forbidden ones and unusable values
+// included, through live and stale handles. Whatever it does, nothing may
+// panic out of the loop, every flow must complete, and once the roots are
+// released every custom object passed to stepvm is cleaned up exactly once,
+// every Stack cleanup runs once on intact memory, every state variable is
+// cleaned up, and the loop holds no arena memory and no root.
+//
+//	go test -run '^$' -fuzz '^FuzzFFI$' -fuzztime 10m -parallel 1 ./ffi
+func FuzzFFI(f *testing.F) {
+	for _, seed := range [][]byte{
+		{},
+		{0, 2, 2, 3, 4, 5},                     // a step that succeeds with values
+		{1, 3, 0, 1, 2, 2, 0, 1, 1, 4, 5, 0},   // sub-steps, an error, a handler
+		{0, 6, 9, 6, 3, 1, 10, 5, 7, 3, 2, 11}, // a wait completed by a deferred call, loops
+		{2, 13, 3, 1, 1, 1, 7, 3, 8, 1, 19, 5, 1}, // branches, Stack, state, a new root
+		{1, 22, 4, 4, 23, 15, 0, 0, 16, 24},       // the forbidden calls
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(runFFIProgram)
+}
+
+func runFFIProgram(t *testing.T, prog []byte) {
+	l, clk := newLoop()
+	defer l.Close()
+	// The first byte chooses how many roots run the program, and the
+	// FutoInSync of its sections: a vm.Mutex, or one written in C.
+	var first byte
+	if len(prog) > 0 {
+		first = prog[0]
+	}
+	roots := 1 + int(first)%3
+	sync := ctest.CMutex()
+	if first&4 == 0 {
+		sync = ffi.Sync(vm.NewMutex(1, 0))
+		defer ffi.ReleaseSync(sync)
+	}
+	ctest.FuzzBegin(prog, sync)
+	defer ctest.FuzzFinish()
+
+	handles := make([]vm.AsyncSteps, roots)
+	futures := make([]*vm.Future, roots)
+	for i := range handles {
+		handles[i] = l.NewSteps()
+		ctest.FuzzStart(ffi.Binary(handles[i]))
+		futures[i] = handles[i].Promise()
+	}
+	// The program's timeouts and delays are under 40 ms: a few hundred
+	// rounds leave only the flows that wait for what never comes.
+	for range 400 {
+		l.RunUntilIdle()
+		if l.Stats().Timers == 0 {
+			break
+		}
+		clk.Advance(5 * time.Millisecond)
+	}
+	for _, h := range handles {
+		h.Release() // cancels the flows still waiting
+	}
+	ctest.FuzzFinish()
+	l.RunUntilIdle()
+	for i, f := range futures {
+		select {
+		case <-f.Done():
+		default:
+			t.Fatalf("root %d: its Future never resolved", i)
+		}
+	}
+	clear(futures) // their values may hold the last Objects
+	settleCleanups(l)
+	if p := ctest.FuzzProblem(); p != "" {
+		t.Fatal(p)
+	}
+	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 || s.RunningRoots != 0 {
+		t.Fatalf("after every root was released: %s", statsString(s))
+	}
+}
+
+// settleCleanups runs collections and the loop until stepvm holds none of
+// the run's custom objects, or collect gives up: the cleanups of the
+// Objects nothing holds any more hand their C cleanup to l.
+func settleCleanups(l *vm.Loop) {
+	collect(func() bool {
+		l.RunUntilIdle()
+		return ctest.FuzzPending() == 0
+	})
+}
+
+func statsString(s vm.LoopStats) string {
+	return fmt.Sprintf("arena %d B in use, %d live roots, %d running", s.ArenaInUse, s.LiveRoots, s.RunningRoots)
+}
+
+// TestFFIRandomPrograms runs FuzzFFI's check on programs drawn from a fixed
+// seed, so that plain go test covers the interpreter's space beyond the
+// seeds. FFI_PROGRAMS sets how many (for a longer search by hand).
+func TestFFIRandomPrograms(t *testing.T) {
+	n := 2000
+	if testing.Short() {
+		n = 200
+	}
+	if s := os.Getenv("FFI_PROGRAMS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	rng := rand.New(rand.NewPCG(12, 0))
+	for i := range n {
+		prog := make([]byte, 32+rng.IntN(480))
+		for j := range prog {
+			prog[j] = byte(rng.Uint32())
+		}
+		if !t.Run("", func(t *testing.T) { runFFIProgram(t, prog) }) {
+			t.Fatalf("program %d: %q", i, prog)
+		}
+	}
+}
