@@ -18,11 +18,12 @@ import (
 // FuzzFFI runs C flows whose every step, handler and callback does what a
 // byte program says next (ffi/internal/ctest/fuzz.c): any sequence of the
 // binary interface's calls, the forbidden ones and unusable values
-// included, through live and stale handles. Whatever it does, nothing may
-// panic out of the loop, every flow must complete, and once the roots are
-// released every custom object passed to stepvm is cleaned up exactly once,
-// every Stack cleanup runs once on intact memory, every state variable is
-// cleaned up, and the loop holds no arena memory and no root.
+// included, through live and stale handles, and from another thread between
+// the loop's passes. Whatever it does, nothing may panic out of the loop,
+// every flow must complete, and once the roots are released every custom
+// object passed to stepvm is cleaned up exactly once, every Stack cleanup
+// runs once on intact memory, every state variable is cleaned up, and the
+// loop holds no arena memory and no root.
 //
 //	go test -run '^$' -fuzz '^FuzzFFI$' -fuzztime 10m -parallel 1 ./ffi
 func FuzzFFI(f *testing.F) {
@@ -68,6 +69,13 @@ func runFFIProgram(t *testing.T, prog []byte) {
 	// rounds leave only the flows that wait for what never comes.
 	for range 400 {
 		l.RunUntilIdle()
+		away := make(chan struct{})
+		go func() {
+			defer close(away)
+			ctest.FuzzAway()
+		}()
+		<-away
+		l.RunUntilIdle() // what the other thread's calls posted
 		if l.Stats().Timers == 0 {
 			break
 		}

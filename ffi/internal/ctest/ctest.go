@@ -472,6 +472,10 @@ func FuzzBegin(prog []byte, sync unsafe.Pointer) {
 // FuzzStart adds the program's first step, with an error handler, to p.
 func FuzzStart(p unsafe.Pointer) { C.ctest_fuzz_start(bsi(p)) }
 
+// FuzzAway makes the calls of the program that come from a thread other
+// than the loop's: call it on another goroutine, between the loop's passes.
+func FuzzAway() { C.ctest_fuzz_away() }
+
 // FuzzFinish frees the roots the program made and left, and the program.
 func FuzzFinish() {
 	C.ctest_fuzz_finish()

@@ -110,6 +110,7 @@ void ctest_unhandled_nested(FutoInAsyncSteps* failing, FutoInAsyncSteps* caller,
 /* fuzz.c */
 void ctest_fuzz_begin(const uint8_t* prog, size_t n, FutoInSync* sync);
 void ctest_fuzz_start(FutoInAsyncSteps* root);
+void ctest_fuzz_away(void);
 void ctest_fuzz_finish(void);
 int ctest_fuzz_pending(void);
 const char* ctest_fuzz_problem(void);

@@ -6,7 +6,8 @@
 // scheduled through a kept handle, allocate Stack and state memory, loop,
 // break and continue, run branches, make and free roots, take a Sync
 // section, and call through handles kept from earlier steps, stale or not,
-// including the calls the interface forbids. What comes out is what the
+// including the calls the interface forbids, and, between the loop's
+// passes, success and handle_error from another thread. What comes out is what the
 // implementation must keep whatever the program: every custom object passed
 // to it is cleaned up exactly once, every Stack allocation's cleanup runs
 // once with its memory intact, and every state variable allocated is
@@ -66,6 +67,19 @@ static int live(void)
     return budget > 0 && pos < prog_len;
 }
 
+static void through(void);
+
+// reenter calls through a kept handle from a callback that stepvm runs
+// while it tears something down or converts values, if the program says
+// so: such calls must be refused or deferred, never act on half-done work.
+static void reenter(void)
+{
+    if (live() && next() % 4 == 0) {
+        budget--;
+        through();
+    }
+}
+
 static const char* const labels[] = {NULL, "a", "b"};
 static const char* const codes[] = {"Fuzz", "Other", "Timeout"};
 static const char* const names[] = {"x", "y"};
@@ -84,6 +98,7 @@ static void obj_cleanup(FutoInBinaryValue* v)
         fail(objs[i] == 2 ? "object cleaned up twice" : "object cleaned up before it was made", i);
     }
     objs[i] = 2;
+    reenter();
 }
 
 static const FutoInType t_obj = {FTN_TYPE_CUSTOM_OBJECT, obj_cleanup};
@@ -177,6 +192,7 @@ static void cancel(FutoInAsyncSteps* bsi, void* data)
     if (next() % 4 == 0) {
         bsi->api->add(bsi, NULL, step, NULL); // forbidden: the step is being canceled
     }
+    reenter();
 }
 
 static void stack_cleanup(void* value)
@@ -191,12 +207,14 @@ static void stack_cleanup(void* value)
         fail("Stack cleanup ran twice", i);
     }
     stacks[i] = 2;
+    reenter();
 }
 
 static void* state_alloc(void* data)
 {
     (void)data;
     state_allocs++;
+    reenter();
     return malloc(8);
 }
 
@@ -205,6 +223,7 @@ static void state_cleanup(void* data, void* value)
     (void)data;
     state_cleanups++;
     free(value);
+    reenter();
 }
 
 // through calls a kept handle, stale or not, the way the program says.
@@ -480,6 +499,34 @@ void ctest_fuzz_begin(const uint8_t* p, size_t n, FutoInSync* sync)
     nobjs = nstacks = state_allocs = state_cleanups = 0;
     problems = 0;
     problem[0] = 0;
+}
+
+// ctest_fuzz_away calls, from a thread that is not the loop's, through a
+// handle the program kept, if the program says so: success and
+// handle_error may come from any thread.
+void ctest_fuzz_away(void)
+{
+    if (!live() || next() % 2 == 0) {
+        return;
+    }
+    FutoInAsyncSteps* b = slots[next() % FZ_SLOTS];
+    if (!b) {
+        return;
+    }
+    FutoInArgs a;
+    switch (next() % 3) {
+    case 0:
+        make_args(&a);
+        b->api->success(b, &a);
+        break;
+    case 1:
+        b->api->handle_error(b, codes[next() % 3], "away");
+        break;
+    case 2:
+        (void)b->api->isValid(b);
+        (void)b->api->is_same_thread(b);
+        break;
+    }
 }
 
 // ctest_fuzz_start adds the program's first step to root.
