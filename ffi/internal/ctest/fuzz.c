@@ -226,15 +226,21 @@ static void state_cleanup(void* data, void* value)
     reenter();
 }
 
-// through calls a kept handle, stale or not, the way the program says.
-static void through(void)
+// calls_away is how many of through's calls another thread may make:
+// success, handle_error and the calls that only ask (isValid,
+// is_same_thread) come first.
+enum { calls_away = 3 };
+
+// through calls a kept handle, stale or not, the way the program says,
+// choosing among the first n of its calls.
+static void through_n(unsigned n)
 {
     FutoInAsyncSteps* b = slots[next() % FZ_SLOTS];
     if (!b) {
         return;
     }
     FutoInArgs a;
-    switch (next() % 7) {
+    switch (next() % n) {
     case 0:
         make_args(&a);
         b->api->success(b, &a);
@@ -243,22 +249,30 @@ static void through(void)
         b->api->handle_error(b, codes[next() % 3], "through");
         break;
     case 2:
-        b->api->add(b, NULL, step, some_handler());
+        (void)b->api->isValid(b);
+        (void)b->api->is_same_thread(b);
         break;
     case 3:
-        b->api->setTimeout(b, next() % 20);
+        b->api->add(b, NULL, step, some_handler());
         break;
     case 4:
-        b->api->cancel(b);
+        b->api->setTimeout(b, next() % 20);
         break;
     case 5:
-        (void)b->api->isValid(b);
-        (void)b->api->rootId(b);
+        b->api->cancel(b);
         break;
     case 6:
+        (void)b->api->rootId(b);
+        break;
+    case 7:
         b->api->waitExternal(b);
         break;
     }
+}
+
+static void through(void)
+{
+    through_n(8);
 }
 
 static void deferred(void* data)
@@ -506,26 +520,8 @@ void ctest_fuzz_begin(const uint8_t* p, size_t n, FutoInSync* sync)
 // handle_error may come from any thread.
 void ctest_fuzz_away(void)
 {
-    if (!live() || next() % 2 == 0) {
-        return;
-    }
-    FutoInAsyncSteps* b = slots[next() % FZ_SLOTS];
-    if (!b) {
-        return;
-    }
-    FutoInArgs a;
-    switch (next() % 3) {
-    case 0:
-        make_args(&a);
-        b->api->success(b, &a);
-        break;
-    case 1:
-        b->api->handle_error(b, codes[next() % 3], "away");
-        break;
-    case 2:
-        (void)b->api->isValid(b);
-        (void)b->api->is_same_thread(b);
-        break;
+    if (live() && next() % 2 == 1) {
+        through_n(calls_away);
     }
 }
 
