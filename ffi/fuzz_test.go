@@ -4,14 +4,12 @@ package ffi_test
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stepvm/stepvm/ffi"
 	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/internal/fuzzinput"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -117,25 +115,8 @@ func statsString(s vm.LoopStats) string {
 	return fmt.Sprintf("arena %d B in use, %d live roots, %d running", s.ArenaInUse, s.LiveRoots, s.RunningRoots)
 }
 
-// TestFFIRandomPrograms runs FuzzFFI's check on programs drawn from a fixed
-// seed, so that plain go test covers the interpreter's space beyond the
-// seeds. FFI_PROGRAMS sets how many (for a longer search by hand).
+// TestFFIRandomPrograms runs FuzzFFI's check on 2,000 inputs drawn from a
+// fixed seed; FFI_PROGRAMS sets another count.
 func TestFFIRandomPrograms(t *testing.T) {
-	n := 2000
-	if testing.Short() {
-		n = 200
-	}
-	if s := os.Getenv("FFI_PROGRAMS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	rng := rand.New(rand.NewPCG(12, 0))
-	for i := range n {
-		prog := make([]byte, 32+rng.IntN(480))
-		for j := range prog {
-			prog[j] = byte(rng.Uint32())
-		}
-		if !t.Run("", func(t *testing.T) { runFFIProgram(t, prog) }) {
-			t.Fatalf("program %d: %q", i, prog)
-		}
-	}
+	fuzzinput.Run(t, 12, 2000, "FFI_PROGRAMS", runFFIProgram)
 }

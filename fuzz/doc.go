@@ -23,11 +23,15 @@
 //     the same trace and the VM must keep the guarantees above.
 //   - FuzzParse: any text; the parser must not panic, and a program that
 //     parses must print to text that parses back to the same program.
+//   - FuzzAPI: the input drives package vm's public API directly, misuse,
+//     panics and calls through stale handles and Resumers included, with
+//     no model: the VM must keep its own guarantees (see api_test.go).
 //
 // Run them, one at a time, with
 //
 //	go test -run '^$' -fuzz '^FuzzVMvsModel$' -fuzztime 10m -parallel 1 ./fuzz
 //	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10m -parallel 1 ./fuzz
+//	go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 10m -parallel 1 ./fuzz
 //
 // (-fuzztime 300000x bounds a run by executions instead.)
 //
