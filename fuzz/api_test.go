@@ -18,7 +18,8 @@ import (
 // includes misuse (Success twice, calls on finished steps, Execute on a
 // running root), panics, Release and Cancel of any root from any of them,
 // and calls through handles and Resumers kept from earlier steps and runs,
-// whose roots the pool may have handed to other flows since. There is no
+// whose roots the pool may have handed to other flows since; Iterate or
+// RunUntilIdle drives the loop. There is no
 // model to compare with: the guarantees are the VM's own. No panic leaves
 // the loop, no step runs after its run's Future resolved, every Future
 // resolves once the roots are released, each cancel handler and Stack
@@ -53,19 +54,27 @@ const (
 
 // apiRun is one run of a program.
 type apiRun struct {
-	prog   []byte
-	pos    int
-	budget int
-	l      *vm.Loop
-	kept   [apiSlots]vm.AsyncSteps
-	res    [apiSlots]vm.Resumer
-	roots  []vm.AsyncSteps // every root made, to release at the end
-	runs   []*vm.Future    // every run started with a Future
-	syncs  [3]vm.ISync
-	stacks []apiStack
-	cancel []int // calls of each cancel handler
-	late   int   // steps run after their run's Future resolved
-	broken string
+	prog    []byte
+	pos     int
+	budget  int
+	l       *vm.Loop
+	kept    [apiSlots]vm.AsyncSteps
+	res     [apiSlots]vm.Resumer
+	handles [apiSlots]vm.Handle // Immediate callbacks, to cancel
+	roots   []vm.AsyncSteps     // every root made, to release at the end
+	runs    []*vm.Future        // every run started with a Future
+	syncs   [3]vm.ISync
+	stacks  []apiStack
+	cancel  []int // calls of each cancel handler
+	late    int   // steps run after their run's Future resolved
+	broken  string
+}
+
+// apiPointers is a Stack type with Go pointers, which the garbage
+// collector must see.
+type apiPointers struct {
+	s string
+	p *int
 }
 
 // apiStack is a StackRaw allocation: its first 4 bytes hold its index, the
@@ -289,7 +298,7 @@ func (r *apiRun) destroy(p unsafe.Pointer) {
 // op does what the program says next with as, the handle of a step, loop
 // body or error handler, and reports whether as has ended.
 func (r *apiRun) op(as vm.AsyncSteps) bool {
-	switch r.next() % 32 {
+	switch r.next() % 37 {
 	case 0, 1:
 		as.Add(r.step, r.handler())
 	case 2:
@@ -414,7 +423,27 @@ func (r *apiRun) op(as vm.AsyncSteps) bool {
 			}
 		}
 	case 31:
-		as.Tool().Immediate(r.callback)
+		r.handles[r.next()%apiSlots] = as.Tool().Immediate(r.callback)
+	case 32:
+		if p := vm.Stack[apiPointers](as); p != nil {
+			p.s, p.p = "kept", &r.pos
+		}
+	case 33:
+		vm.ForEachMap(as, map[string]int{"a": 1, "b": 2}, func(as vm.AsyncSteps, _ string, _ int) { r.body(as) }, r.label()...)
+	case 34:
+		as.Tool().RunUntilIdle() // forbidden: a pass inside a pass
+	case 35:
+		h := r.handles[r.next()%apiSlots]
+		if as.Tool().IsValid(h) && r.next()%2 == 0 {
+			as.Tool().Cancel(h)
+		}
+	case 36:
+		if st := as.State(); st != nil {
+			_ = st.ErrorInfo()
+			_ = st.LastException()
+			_ = st.AsyncStack()
+		}
+		as.Tool().IsSameThread()
 	}
 	return false
 }
@@ -486,9 +515,18 @@ func runAPIProgram(t *testing.T, prog []byte) {
 			r.start(root)
 		}
 	}
+	iterate := r.next()%2 == 0 // drive the loop by Iterate, or by RunUntilIdle
 	drive := func() {
 		for range 300 {
-			l.RunUntilIdle()
+			if iterate {
+				for range 1000 {
+					if work, delay := l.Iterate(); !work || delay > 0 {
+						break
+					}
+				}
+			} else {
+				l.RunUntilIdle()
+			}
 			if s := l.Stats(); s.Timers == 0 && s.Queued == 0 {
 				return
 			}
