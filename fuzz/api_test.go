@@ -18,14 +18,15 @@ import (
 // includes misuse (Success twice, calls on finished steps, Execute on a
 // running root), panics, Release and Cancel of any root from any of them,
 // and calls through handles and Resumers kept from earlier steps and runs,
-// whose roots the pool may have handed to other flows since; Iterate or
-// RunUntilIdle drives the loop. There is no
-// model to compare with: the guarantees are the VM's own. No panic leaves
-// the loop, no step runs after its run's Future resolved, every Future
-// resolves once the roots are released, each cancel handler and Stack
-// destroy callback runs at most once, the latter on memory intact since it
-// was written, and once everything is released no arena memory, root,
-// timer or queued task is left.
+// whose roots the pool may have handed to other flows since. Two loops run
+// the flows, in turn on one goroutine, by Iterate or RunUntilIdle, and the
+// kept handles may be either's. There is no model to compare with: the
+// guarantees are the VM's own. No panic leaves a loop, no step runs after
+// its run's Future resolved, every Future resolves once the roots are
+// released, each cancel handler and Stack destroy callback runs at most
+// once, the latter on memory intact since it was written, and once
+// everything is released no arena memory, root, timer or queued task is
+// left.
 //
 //	go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 10m -parallel 1 ./fuzz
 func FuzzAPI(f *testing.F) {
@@ -57,13 +58,13 @@ type apiRun struct {
 	prog    []byte
 	pos     int
 	budget  int
-	l       *vm.Loop
+	loops   [2]*vm.Loop // driven in turn on the test's goroutine
 	kept    [apiSlots]vm.AsyncSteps
 	res     [apiSlots]vm.Resumer
 	handles [apiSlots]vm.Handle // Immediate callbacks, to cancel
 	roots   []vm.AsyncSteps     // every root made, to release at the end
 	runs    []*vm.Future        // every run started with a Future
-	syncs   [3]vm.ISync
+	syncs   [2][3]vm.ISync      // by loop
 	stacks  []apiStack
 	cancel  []int // calls of each cancel handler
 	late    int   // steps run after their run's Future resolved
@@ -390,7 +391,11 @@ func (r *apiRun) op(as vm.AsyncSteps) bool {
 	case 24:
 		as.Tool().Spawn(r.spawned)
 	case 25:
-		as.Sync(r.syncs[r.next()%len(r.syncs)], r.step, r.handler())
+		syncs := r.syncs[0]
+		if as.Tool() == r.loops[1] {
+			syncs = r.syncs[1]
+		}
+		as.Sync(syncs[r.next()%len(syncs)], r.step, r.handler())
 	case 26:
 		as.SuccessStep(r.values()...)
 	case 27:
@@ -497,13 +502,16 @@ func (r *apiRun) through() {
 
 func runAPIProgram(t *testing.T, prog []byte) {
 	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
-	l := vm.NewLoop(vm.WithClock(clk))
-	defer l.Close()
-	r := &apiRun{prog: prog, budget: apiBudget, l: l}
-	r.syncs = [3]vm.ISync{
-		vm.NewMutex(1, 1),
-		vm.NewThrottle(l, 1, 10*time.Millisecond, 2),
-		vm.NewLimiter(l, vm.LimiterOptions{Concurrent: 1, MaxQueue: 2, Rate: 2, Period: 10 * time.Millisecond, Burst: 1}),
+	r := &apiRun{prog: prog, budget: apiBudget}
+	for i := range r.loops {
+		l := vm.NewLoop(vm.WithClock(clk))
+		defer l.Close()
+		r.loops[i] = l
+		r.syncs[i] = [3]vm.ISync{
+			vm.NewMutex(1, 1),
+			vm.NewThrottle(l, 1, 10*time.Millisecond, 2),
+			vm.NewLimiter(l, vm.LimiterOptions{Concurrent: 1, MaxQueue: 2, Rate: 2, Period: 10 * time.Millisecond, Burst: 1}),
+		}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -511,23 +519,29 @@ func runAPIProgram(t *testing.T, prog []byte) {
 		}
 	}()
 	for range 1 + r.next()%3 {
-		if root, ok := r.newRoot(l.NewSteps); ok {
+		if root, ok := r.newRoot(r.loops[r.next()%2].NewSteps); ok {
 			r.start(root)
 		}
 	}
-	iterate := r.next()%2 == 0 // drive the loop by Iterate, or by RunUntilIdle
+	iterate := r.next()%2 == 0 // drive the loops by Iterate, or by RunUntilIdle
 	drive := func() {
 		for range 300 {
-			if iterate {
-				for range 1000 {
-					if work, delay := l.Iterate(); !work || delay > 0 {
-						break
+			idle := true
+			for _, l := range r.loops {
+				if iterate {
+					for range 1000 {
+						if work, delay := l.Iterate(); !work || delay > 0 {
+							break
+						}
 					}
+				} else {
+					l.RunUntilIdle()
 				}
-			} else {
-				l.RunUntilIdle()
+				if s := l.Stats(); s.Timers != 0 || s.Queued != 0 {
+					idle = false
+				}
 			}
-			if s := l.Stats(); s.Timers == 0 && s.Queued == 0 {
+			if idle {
 				return
 			}
 			clk.Advance(5 * time.Millisecond)
@@ -557,7 +571,9 @@ func runAPIProgram(t *testing.T, prog []byte) {
 			t.Fatalf("Stack allocation %d never destroyed", i)
 		}
 	}
-	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 || s.RunningRoots != 0 || s.Timers != 0 || s.Queued != 0 {
-		t.Fatalf("once everything was released: %+v", s)
+	for i, l := range r.loops {
+		if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 || s.RunningRoots != 0 || s.Timers != 0 || s.Queued != 0 {
+			t.Fatalf("loop %d, once everything was released: %+v", i, s)
+		}
 	}
 }
