@@ -41,8 +41,9 @@ func FuzzFFI(f *testing.F) {
 func runFFIProgram(t *testing.T, prog []byte) {
 	l, clk := newLoop()
 	defer l.Close()
-	// The first byte chooses how many roots run the program, and the
-	// FutoInSync of its sections: a vm.Mutex, or one written in C.
+	// The first byte chooses how many roots run the program, the FutoInSync
+	// of its sections (a vm.Mutex, or one written in C), and whether each
+	// root's first step is the program's or a Go step that adds it.
 	var first byte
 	if len(prog) > 0 {
 		first = prog[0]
@@ -60,7 +61,13 @@ func runFFIProgram(t *testing.T, prog []byte) {
 	futures := make([]*vm.Future, roots)
 	for i := range handles {
 		handles[i] = l.NewSteps()
-		ctest.FuzzStart(ffi.Binary(handles[i]))
+		if first&(8<<i) == 0 {
+			ctest.FuzzStart(ffi.Binary(handles[i]))
+		} else {
+			// A Go step whose record C adds the program's step to: the
+			// flow mixes Go and C frames.
+			handles[i].Add(func(as vm.AsyncSteps, _ vm.Args) { ctest.FuzzStart(ffi.Binary(as)) })
+		}
 		futures[i] = handles[i].Promise()
 	}
 	// The program's timeouts and delays are under 40 ms: a few hundred
