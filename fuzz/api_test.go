@@ -20,7 +20,8 @@ import (
 // and calls through handles and Resumers kept from earlier steps and runs,
 // whose roots the pool may have handed to other flows since. Two loops run
 // the flows, in turn on one goroutine, by Iterate or RunUntilIdle, and the
-// kept handles may be either's. There is no model to compare with: the
+// kept handles may be either's; their panic handlers may panic in turn.
+// There is no model to compare with: the
 // guarantees are the VM's own. No panic leaves a loop, no step runs after
 // its run's Future resolved, every Future resolves once the roots are
 // released, each cancel handler and Stack destroy callback runs at most
@@ -500,11 +501,42 @@ func (r *apiRun) through() {
 	}
 }
 
+// handlerPanic is what the panic handler of FuzzAPI's loops panics with.
+type handlerPanic struct{}
+
+// pass runs l until it is idle or only waits for timers, by Iterate or by
+// RunUntilIdle, and recovers a panic of its panic handler, which leaves
+// the pass.
+func pass(l *vm.Loop, iterate bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(handlerPanic); !ok {
+				panic(p)
+			}
+		}
+	}()
+	if !iterate {
+		l.RunUntilIdle()
+		return
+	}
+	for range 1000 {
+		if work, delay := l.Iterate(); !work || delay > 0 {
+			return
+		}
+	}
+}
+
 func runAPIProgram(t *testing.T, prog []byte) {
 	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
 	r := &apiRun{prog: prog, budget: apiBudget}
 	for i := range r.loops {
-		l := vm.NewLoop(vm.WithClock(clk))
+		// The panic handler may panic in turn: that panic leaves the pass
+		// (drive recovers it and goes on), and the loop must stay whole.
+		l := vm.NewLoop(vm.WithClock(clk), vm.WithPanicHandler(func(any) {
+			if r.live() && r.next()%4 == 0 {
+				panic(handlerPanic{})
+			}
+		}))
 		defer l.Close()
 		r.loops[i] = l
 		r.syncs[i] = [3]vm.ISync{
@@ -528,15 +560,7 @@ func runAPIProgram(t *testing.T, prog []byte) {
 		for range 300 {
 			idle := true
 			for _, l := range r.loops {
-				if iterate {
-					for range 1000 {
-						if work, delay := l.Iterate(); !work || delay > 0 {
-							break
-						}
-					}
-				} else {
-					l.RunUntilIdle()
-				}
+				pass(l, iterate)
 				if s := l.Stats(); s.Timers != 0 || s.Queued != 0 {
 					idle = false
 				}
