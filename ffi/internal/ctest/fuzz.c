@@ -7,13 +7,13 @@
 // break and continue, run branches, make and free roots, take a Sync
 // section, and call through handles kept from earlier steps, stale or not,
 // including the calls the interface forbids, and, between the loop's
-// passes, success and handle_error from another thread. What comes out is what the
-// implementation must keep whatever the program: every custom object passed
-// to it is cleaned up exactly once, every Stack allocation's cleanup runs
-// once with its memory intact, and every state variable allocated is
-// cleaned up; the Go side checks the loop's own guarantees. A program that
-// runs out ends every step at once and breaks every loop, and a budget of
-// callbacks bounds a run whatever the program says.
+// passes, success and handle_error from another thread. What comes out is
+// what the implementation must keep whatever the program: every custom
+// object passed to it is cleaned up exactly once, every Stack allocation's
+// cleanup runs once with its memory intact, and every state variable
+// allocated is cleaned up; the Go side checks the loop's own guarantees. A
+// program that runs out ends every step at once and breaks every loop, and
+// a budget of callbacks bounds a run whatever the program says.
 
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +54,9 @@ static void fail(const char* what, long i)
 // (handed to stepvm) to 2 (cleaned up).
 static uint8_t objs[FZ_OBJS], stacks[FZ_STACKS];
 static int nobjs, nstacks, state_allocs, state_cleanups;
+// A Stack allocation holds its index in its first 4 bytes and the index's
+// low byte in the others.
+static size_t stack_size[FZ_STACKS];
 
 static unsigned next(void)
 {
@@ -138,7 +141,7 @@ static void make_args(FutoInArgs* a)
                 v->custom_data = &objs[nobjs++];
             }
             break;
-        case 6: // unusable: a NULL string of some length, or no type at all
+        case 6: // unusable: a NULL string of some length
             v->type = &t_str;
             v->length = 1 + next() % 3;
             break;
@@ -200,13 +203,20 @@ static void stack_cleanup(void* value)
     uint32_t i;
     memcpy(&i, value, sizeof(i));
     if (i >= (uint32_t)nstacks) {
-        fail("Stack memory overwritten", i);
+        fail("Stack memory overwritten: it names no allocation", i);
         return;
     }
     if (stacks[i] != 1) {
         fail("Stack cleanup ran twice", i);
     }
     stacks[i] = 2;
+    const uint8_t* b = value;
+    for (size_t k = sizeof(i); k < stack_size[i]; k++) {
+        if (b[k] != (uint8_t)i) {
+            fail("Stack memory overwritten", i);
+            break;
+        }
+    }
     reenter();
 }
 
@@ -351,7 +361,9 @@ static int op(FutoInAsyncSteps* bsi, const FutoInArgs* args)
         if (p) {
             uint32_t i = nstacks++;
             stacks[i] = 1;
+            stack_size[i] = size;
             memcpy(p, &i, sizeof(i));
+            memset((uint8_t*)p + sizeof(i), (uint8_t)i, size - sizeof(i));
         }
         return 0;
     }
