@@ -190,7 +190,7 @@ func (r *apiRun) step(as vm.AsyncSteps, _ vm.Args) {
 	if !r.enter() {
 		return
 	}
-	for n := 1 + r.next()%3; n > 0 && r.live(); n-- {
+	for n := 1 + r.next()%4; n > 0 && r.live(); n-- {
 		if r.op(as) {
 			return
 		}
@@ -300,8 +300,8 @@ func (r *apiRun) destroy(p unsafe.Pointer) {
 // op does what the program says next with as, the handle of a step, loop
 // body or error handler, and reports whether as has ended.
 func (r *apiRun) op(as vm.AsyncSteps) bool {
-	switch r.next() % 37 {
-	case 0, 1:
+	switch r.next() % 41 {
+	case 0, 1, 37, 38, 39, 40: // the commonest, so that flows grow
 		as.Add(r.step, r.handler())
 	case 2:
 		as.Success(r.values()...)
