@@ -23,7 +23,7 @@ import (
 // runs once on intact memory, every state variable is cleaned up, and the
 // loop holds no arena memory and no root.
 //
-//	go test -run '^$' -fuzz '^FuzzFFI$' -fuzztime 10m -timeout 0 -parallel 1 ./ffi
+//	go test -run '^$' -fuzz '^FuzzFFI$' -fuzztime 10m -parallel 1 ./ffi
 func FuzzFFI(f *testing.F) {
 	for _, seed := range [][]byte{
 		{},

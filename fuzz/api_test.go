@@ -29,7 +29,7 @@ import (
 // everything is released no arena memory, root, timer or queued task is
 // left.
 //
-//	go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 10m -timeout 0 -parallel 1 ./fuzz
+//	go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 10m -parallel 1 ./fuzz
 func FuzzAPI(f *testing.F) {
 	for _, seed := range []string{
 		"",

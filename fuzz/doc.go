@@ -29,13 +29,11 @@
 //
 // Run them, one at a time, with
 //
-//	go test -run '^$' -fuzz '^FuzzVMvsModel$' -fuzztime 10m -timeout 0 -parallel 1 ./fuzz
-//	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10m -timeout 0 -parallel 1 ./fuzz
-//	go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 10m -timeout 0 -parallel 1 ./fuzz
+//	go test -run '^$' -fuzz '^FuzzVMvsModel$' -fuzztime 10m -parallel 1 ./fuzz
+//	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10m -parallel 1 ./fuzz
+//	go test -run '^$' -fuzz '^FuzzAPI$' -fuzztime 10m -parallel 1 ./fuzz
 //
-// (-timeout 0 lifts go test's default limit of 10 minutes, which would end
-// a run that long as a failure; -fuzztime 300000x bounds a run by
-// executions instead.)
+// (-fuzztime 300000x bounds a run by executions instead.)
 //
 // The seed corpus in testdata/fuzz holds the specification's examples
 // (Examples) and the programs of testdata/programs, encoded for each target
