@@ -328,9 +328,13 @@ static int op(FutoInAsyncSteps* bsi, const FutoInArgs* args)
 {
     const FutoInAsyncStepsAPI* api = bsi->api;
     FutoInArgs a;
-    switch (next() % 26) {
+    switch (next() % 30) {
     case 0:
     case 1:
+    case 26:
+    case 27:
+    case 28:
+    case 29: // the commonest, so that flows grow
         api->add(bsi, NULL, step, some_handler());
         return 0;
     case 2:
@@ -465,7 +469,7 @@ static void step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
         return;
     }
     budget--;
-    for (int n = 1 + next() % 3; n > 0 && live(); n--) {
+    for (int n = 1 + next() % 4; n > 0 && live(); n--) {
         if (op(bsi, args)) {
             return;
         }
