@@ -269,6 +269,20 @@ type callback struct {
 // The calls another thread may make (success, handle_error, isValid,
 // is_same_thread) first tell whether they run there (entry.away).
 func (f found) begin(cur C.uint32_t, what string) (callback, *entry) {
+	return f.start(cur, what, false)
+}
+
+// beginLetGo is begin for the calls that let go of what they name (free,
+// sched_cancel): after the C function has raised something, its other
+// calls do nothing, but these are carried out all the same. Ignored, a free
+// would leave the root to no one, for good, and a canceled callback would
+// run on whatever the program freed after canceling it.
+func (f found) beginLetGo(cur C.uint32_t, what string) (callback, *entry) {
+	return f.start(cur, what, true)
+}
+
+// start is begin, and with letGo, beginLetGo.
+func (f found) start(cur C.uint32_t, what string, letGo bool) (callback, *entry) {
 	var c callback
 	e, bad := f.e, f.bad
 	if e != nil {
@@ -285,25 +299,13 @@ func (f found) begin(cur C.uint32_t, what string) (callback, *entry) {
 		}
 	}
 	if c.ls != nil && c.ls.stash != nil {
+		if letGo {
+			return c, e // nil for a bad record, which the raise in flight outranks
+		}
 		return c, nil
 	}
 	if e == nil {
 		c.misuse(what + bad)
-	}
-	return c, e
-}
-
-// beginLetGo is begin for the calls that let go of what they name (free,
-// sched_cancel): after the C function has raised something, its other
-// calls do nothing, but these are carried out all the same. Ignored, a free
-// would leave the root to no one, for good, and a canceled callback would
-// run on whatever the program freed after canceling it.
-func (f found) beginLetGo(cur C.uint32_t, what string) (callback, *entry) {
-	c, e := f.begin(cur, what)
-	if e == nil && f.e != nil && c.ls != nil && c.ls.stash != nil {
-		if as, ok := f.e.resolve(); ok {
-			c.as, e = as, f.e
-		}
 	}
 	return c, e
 }
