@@ -39,13 +39,12 @@ static FutoInAsyncSteps* slots[FZ_SLOTS];
 static FutoInAsyncSteps* news[FZ_NEWS];
 static int nnews;
 
-// What went wrong on the C side: the first problem, and how many.
+// The first thing that went wrong on the C side; "" while nothing has.
 static char problem[256];
-static int problems;
 
 static void fail(const char* what, long i)
 {
-    if (problems++ == 0) {
+    if (problem[0] == 0) {
         snprintf(problem, sizeof(problem), "%s (%ld)", what, i);
     }
 }
@@ -527,7 +526,6 @@ void ctest_fuzz_begin(const uint8_t* p, size_t n, FutoInSync* sync)
     memset(objs, 0, sizeof(objs));
     memset(stacks, 0, sizeof(stacks));
     nobjs = nstacks = state_allocs = state_cleanups = 0;
-    problems = 0;
     problem[0] = 0;
 }
 
