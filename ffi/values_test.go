@@ -142,7 +142,7 @@ func TestKeptGoValueIsRefused(t *testing.T) {
 func TestValuesToC(t *testing.T) {
 	ctest.ResetTrace()
 	type opaque struct{ n int }
-	x := &opaque{42}
+	x, y := &opaque{42}, &opaque{43}
 	got := captureFrom(t, func(root vm.AsyncSteps) {
 		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
 			as.Success(vm.Int(-5), vm.Uint(7), vm.Float(2.5), vm.Bool(true))
@@ -153,7 +153,7 @@ func TestValuesToC(t *testing.T) {
 		})
 		ctest.CheckArgs(ffi.Binary(root))
 		root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-			as.Success(vm.Any(x), vm.Str("kept"))
+			as.Success(vm.Any(x), vm.Str("kept"), vm.Any(y))
 		})
 		ctest.Forward(ffi.Binary(root))
 	})
@@ -161,7 +161,7 @@ func TestValuesToC(t *testing.T) {
 		"0: int64 -5", "1: uint64 7", "2: double 2.5", "3: bool 1",
 		"0: string 2 hi 1", "1: bytes 3 1 3", "2: object", "3: none",
 	)
-	if len(got) != 2 || got[0].Any() != x || got[1].String() != "kept" {
+	if len(got) != 3 || got[0].Any() != x || got[1].String() != "kept" || got[2].Any() != y {
 		t.Fatalf("forwarded through C: %v", got)
 	}
 }
