@@ -16,11 +16,14 @@ import (
 // byte program says next (ffi/internal/ctest/fuzz.c): any sequence of the
 // binary interface's calls, the forbidden ones and unusable values
 // included, through live and stale handles, and from another thread between
-// the loop's passes. Whatever it does, nothing may panic out of the loop,
-// every flow must complete, and once the roots are released every custom
-// object passed to stepvm is cleaned up exactly once, every Stack cleanup
-// runs once on intact memory, every state variable is cleaned up, and the
-// loop holds no arena memory and no root.
+// the loop's passes. Roots may start with a Go step instead, which the same
+// program drives (goSide), with Go steps, handlers and loops around the C
+// steps. Whatever it does, nothing may panic out of the loop, every flow
+// must complete, and once the roots are released every custom object
+// passed to stepvm is cleaned up exactly once, every Stack cleanup (C or
+// Go) runs once on intact memory, every state variable is cleaned up, every
+// Go value comes back from C as itself, and the loop holds no arena memory
+// and no root.
 //
 //	go test -run '^$' -fuzz '^FuzzFFI$' -fuzztime 10m -parallel 1 ./ffi
 func FuzzFFI(f *testing.F) {
@@ -44,7 +47,7 @@ func runFFIProgram(t *testing.T, prog []byte) {
 	defer l.Close()
 	// The first byte chooses how many roots run the program, the FutoInSync
 	// of its sections (a vm.Mutex, or one written in C), and whether each
-	// root's first step is the program's or a Go step that adds it.
+	// root's first step is the program's C step or its Go step.
 	var first byte
 	if len(prog) > 0 {
 		first = prog[0]
@@ -57,6 +60,7 @@ func runFFIProgram(t *testing.T, prog []byte) {
 	}
 	ctest.FuzzBegin(prog, sync)
 	defer ctest.FuzzFinish()
+	g := &goSide{sync: ffi.WrapSync(sync)}
 
 	handles := make([]vm.AsyncSteps, roots)
 	futures := make([]*vm.Future, roots)
@@ -65,9 +69,7 @@ func runFFIProgram(t *testing.T, prog []byte) {
 		if first&(8<<i) == 0 {
 			ctest.FuzzStart(ffi.Binary(handles[i]))
 		} else {
-			// A Go step whose record C adds the program's step to: the
-			// flow mixes Go and C frames.
-			handles[i].Add(func(as vm.AsyncSteps, _ vm.Args) { ctest.FuzzStart(ffi.Binary(as)) })
+			handles[i].Add(g.step, g.handler) // Go steps around C ones
 		}
 		futures[i] = handles[i].Promise()
 	}
@@ -79,6 +81,7 @@ func runFFIProgram(t *testing.T, prog []byte) {
 		go func() {
 			defer close(away)
 			ctest.FuzzAway()
+			g.away()
 		}()
 		<-away
 		l.RunUntilIdle() // what the other thread's calls posted
@@ -102,6 +105,9 @@ func runFFIProgram(t *testing.T, prog []byte) {
 	clear(futures) // their values may hold the last Objects
 	settleCleanups(l)
 	if p := ctest.FuzzProblem(); p != "" {
+		t.Fatal(p)
+	}
+	if p := g.check(); p != "" {
 		t.Fatal(p)
 	}
 	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 || s.RunningRoots != 0 {

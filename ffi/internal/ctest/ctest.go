@@ -476,6 +476,17 @@ func FuzzStart(p unsafe.Pointer) { C.ctest_fuzz_start(bsi(p)) }
 // than the loop's: call it on another goroutine, between the loop's passes.
 func FuzzAway() { C.ctest_fuzz_away() }
 
+// FuzzLive reports whether the program goes on; spend takes the Go
+// callback that asks from the run's budget.
+func FuzzLive(spend bool) bool { return C.ctest_fuzz_live(cbool(spend)) != 0 }
+
+// FuzzNext returns the program's next byte, 0 past its end.
+func FuzzNext() int { return int(C.ctest_fuzz_next()) }
+
+// FuzzKeep hands p, a Go step's record, to the program's kept handles if
+// the program says so.
+func FuzzKeep(p unsafe.Pointer) { C.ctest_fuzz_keep(bsi(p)) }
+
 // FuzzFinish frees the roots the program made and left, and the program.
 func FuzzFinish() {
 	C.ctest_fuzz_finish()

@@ -111,6 +111,9 @@ void ctest_unhandled_nested(FutoInAsyncSteps* failing, FutoInAsyncSteps* caller,
 void ctest_fuzz_begin(const uint8_t* prog, size_t n, FutoInSync* sync);
 void ctest_fuzz_start(FutoInAsyncSteps* root);
 void ctest_fuzz_away(void);
+int ctest_fuzz_live(int spend);
+unsigned ctest_fuzz_next(void);
+void ctest_fuzz_keep(FutoInAsyncSteps* bsi);
 void ctest_fuzz_finish(void);
 int ctest_fuzz_pending(void);
 const char* ctest_fuzz_problem(void);

@@ -545,6 +545,33 @@ void ctest_fuzz_start(FutoInAsyncSteps* root)
     root->api->add(root, NULL, step, handler);
 }
 
+// ctest_fuzz_live reports whether the program goes on, for the Go steps,
+// handlers and loop bodies FuzzFFI runs beside the C ones; spend takes the
+// callback that asks from the budget.
+int ctest_fuzz_live(int spend)
+{
+    if (!live()) {
+        return 0;
+    }
+    if (spend) {
+        budget--;
+    }
+    return 1;
+}
+
+// ctest_fuzz_next returns the program's next byte, 0 past its end.
+unsigned ctest_fuzz_next(void)
+{
+    return next();
+}
+
+// ctest_fuzz_keep keeps bsi, the record of a Go step, for the program's
+// calls through kept handles, if the program says so.
+void ctest_fuzz_keep(FutoInAsyncSteps* bsi)
+{
+    keep(bsi);
+}
+
 // ctest_fuzz_finish frees the roots the program made and left.
 void ctest_fuzz_finish(void)
 {
