@@ -3,6 +3,8 @@ package vm_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/stepvm/stepvm/vm"
@@ -355,4 +357,56 @@ func ExampleAsyncSteps_Clone() {
 	// hello ann <nil>
 	// hello bob <nil>
 	// model has a user: false
+}
+
+// A service runs its loop on a goroutine of its own and starts a flow per
+// request from its handlers' goroutines: Post hands the loop the work, and
+// the flow hands back its outcome on a channel with room for it, so the
+// loop never waits for a handler. Once the requests are answered, Close
+// stops Run.
+func ExampleLoop_Run() {
+	l := vm.NewLoop()
+	stopped := make(chan error, 1)
+	go func() { stopped <- l.Run(context.Background()) }()
+
+	// lookup is what a request handler calls, on the handler's goroutine.
+	lookup := func(id int) string {
+		reply := make(chan string, 1)
+		ok := l.Post(func() {
+			l.Spawn(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					if id < 0 {
+						as.Error("NotFound", fmt.Sprint("no user ", id))
+					}
+					as.Success(vm.Str(fmt.Sprint("user", id)))
+				}).Add(func(as vm.AsyncSteps, args vm.Args) {
+					reply <- "found " + args.String(0)
+				})
+			}, func(as vm.AsyncSteps, code string) {
+				reply <- code + ": " + as.State().ErrorInfo()
+				as.Success()
+			})
+		})
+		if !ok {
+			return "service stopped"
+		}
+		return <-reply
+	}
+
+	answers := make([]string, 3)
+	var wg sync.WaitGroup
+	for i, id := range []int{1, -2, 3} {
+		wg.Go(func() { answers[i] = lookup(id) })
+	}
+	wg.Wait()
+	l.Close()
+	fmt.Println(strings.Join(answers, "\n"))
+	fmt.Println("Run returned", <-stopped, "with", l.Stats().LiveRoots, "live roots")
+	fmt.Println(lookup(4))
+	// Output:
+	// found user1
+	// NotFound: no user -2
+	// found user3
+	// Run returned <nil> with 0 live roots
+	// service stopped
 }
