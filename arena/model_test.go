@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/stepvm/stepvm/internal/fuzzinput"
 )
 
 // block is a live allocation in the model: its bytes are all fill.
@@ -23,16 +25,27 @@ type block struct {
 // alike.
 func TestModel(t *testing.T) {
 	for seed := range uint64(4) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { testModel(t, seed) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			testModel(t, rand.New(rand.NewPCG(seed, 0x5eed)), 30000)
+		})
 	}
 }
 
-func testModel(t *testing.T, seed uint64) {
-	const (
-		numArenas = 8
-		ops       = 30000
-	)
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+// FuzzArena is TestModel with the choices read from the input: it makes
+// the first choices of 3,000 operations, and a generator seeded from the
+// input makes the others.
+//
+//	go test -run '^$' -fuzz '^FuzzArena$' -fuzztime 10m -parallel 1 ./arena
+func FuzzArena(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{0xff, 0xe0, 0x10, 0x80, 0, 0, 0, 0, 0x40, 0x7f, 0x33})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		testModel(t, rand.New(fuzzinput.NewSource(in)), 3000)
+	})
+}
+
+func testModel(t *testing.T, rng *rand.Rand, ops int) {
+	const numArenas = 8
 	var acct Account
 	var arenas [numArenas]Arena
 	var inited [numArenas]bool

@@ -1,6 +1,8 @@
-// Package fuzzinput runs a fuzz target's check on inputs drawn from a fixed
-// seed, so that plain go test covers more of the target's space than its
-// seed corpus does, the same way on every run.
+// Package fuzzinput joins fuzz targets and seeded random tests. Run runs
+// a fuzz target's check on inputs drawn from a fixed seed, so that plain
+// go test covers more of the target's space than its seed corpus does, the
+// same way on every run; Source turns a fuzz input into the random source
+// of a seeded model test, which makes that test a fuzz target.
 package fuzzinput
 
 import (

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stepvm/stepvm/internal/fuzzinput"
 )
 
 // model is the reference the wheel is checked against: a slice of pending
@@ -227,66 +229,91 @@ func drainLikeModel(t *testing.T, w *Wheel, m *model, now int64) []mtimer {
 func TestOpsMatchModel(t *testing.T) {
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {
-			r := rand.New(rand.NewSource(2))
-			w := New(c.start, c.tick)
-			m := newModel(c.start, c.tick)
-			now := c.start
-			var handles []Timer
-			var data uint64
 			ops := 60000
 			if testing.Short() {
 				ops = 5000
 			}
-			for op := range ops {
-				switch k := r.Intn(20); {
-				case k < 8:
-					d := randDeadline(r, now, c.tick)
-					if r.Intn(8) == 0 {
-						d = now - r.Int63n(int64(time.Hour)) // already passed
-					}
-					data++
-					var h Timer
-					if r.Intn(3) == 0 {
-						h = w.AddAfter(d-now, data)
-						m.addAfter(d-now, data, h)
-					} else {
-						h = w.Add(d, data)
-						m.add(d, data, h)
-					}
-					handles = append(handles, h)
-				case k == 8:
-					w.Seal(now)
-					m.seal(now)
-				case k < 11 && len(handles) > 0:
-					h := handles[r.Intn(len(handles))]
-					if got, want := w.Stop(h), m.stop(h); got != want {
-						t.Fatalf("op %d: Stop = %v, model %v", op, got, want)
-					}
-				default:
-					switch r.Intn(10) {
-					case 0: // stand still
-					case 1:
-						now -= r.Int63n(int64(10 * c.tick))
-					default:
-						now += randStep(r) % int64(time.Hour)
-					}
-					got, ok := w.Pop(now)
-					want, wok := m.pop(now)
-					if ok != wok || got != want.data {
-						t.Fatalf("op %d now %d: Pop = %d, %v; model %d, %v", op, now, got, ok, want.data, wok)
-					}
-				}
-				if w.Len() != m.len() || w.Unsealed() != (len(m.unsealed) > 0) {
-					t.Fatalf("op %d: Len = %d, Unsealed = %v; model %d, %d unsealed", op, w.Len(), w.Unsealed(), m.len(), len(m.unsealed))
-				}
-				checkNextDeadline(t, w, m)
-				if op%97 == 0 {
-					checkActive(t, w, m, handles)
-				}
-			}
-			checkActive(t, w, m, handles)
+			r := rand.New(rand.NewSource(2))
+			opsMatchModel(t, c.start, c.tick, func(op int) bool { return op < ops }, r)
 		})
 	}
+}
+
+// FuzzWheel is TestOpsMatchModel with the choices read from the input: its
+// first byte picks the configuration, the rest make the first choices of
+// 2,000 operations, and a generator seeded from the input makes the others,
+// so that every input reaches the upper levels.
+//
+//	go test -run '^$' -fuzz '^FuzzWheel$' -fuzztime 10m -parallel 1 ./internal/wheel
+func FuzzWheel(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{2, 0xff, 0x10, 0x80, 0, 0, 0, 0, 0x40, 0x7f, 0x33})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		c := configs[int(in[0])%len(configs)]
+		src := fuzzinput.NewSource(in[1:])
+		opsMatchModel(t, c.start, c.tick, func(op int) bool { return op < 2000 }, rand.New(src))
+	})
+}
+
+// opsMatchModel runs operations on a wheel and the model while more(op)
+// holds, with the choices drawn from r.
+func opsMatchModel(t *testing.T, start int64, tick time.Duration, more func(op int) bool, r *rand.Rand) {
+	w := New(start, tick)
+	m := newModel(start, tick)
+	now := start
+	var handles []Timer
+	var data uint64
+	for op := 0; more(op); op++ {
+		switch k := r.Intn(20); {
+		case k < 8:
+			d := randDeadline(r, now, tick)
+			if r.Intn(8) == 0 {
+				d = now - r.Int63n(int64(time.Hour)) // already passed
+			}
+			data++
+			var h Timer
+			if r.Intn(3) == 0 {
+				h = w.AddAfter(d-now, data)
+				m.addAfter(d-now, data, h)
+			} else {
+				h = w.Add(d, data)
+				m.add(d, data, h)
+			}
+			handles = append(handles, h)
+		case k == 8:
+			w.Seal(now)
+			m.seal(now)
+		case k < 11 && len(handles) > 0:
+			h := handles[r.Intn(len(handles))]
+			if got, want := w.Stop(h), m.stop(h); got != want {
+				t.Fatalf("op %d: Stop = %v, model %v", op, got, want)
+			}
+		default:
+			switch r.Intn(10) {
+			case 0: // stand still
+			case 1:
+				now -= r.Int63n(int64(10 * tick))
+			default:
+				now += randStep(r) % int64(time.Hour)
+			}
+			got, ok := w.Pop(now)
+			want, wok := m.pop(now)
+			if ok != wok || got != want.data {
+				t.Fatalf("op %d now %d: Pop = %d, %v; model %d, %v", op, now, got, ok, want.data, wok)
+			}
+		}
+		if w.Len() != m.len() || w.Unsealed() != (len(m.unsealed) > 0) {
+			t.Fatalf("op %d: Len = %d, Unsealed = %v; model %d, %d unsealed", op, w.Len(), w.Unsealed(), m.len(), len(m.unsealed))
+		}
+		checkNextDeadline(t, w, m)
+		if op%97 == 0 {
+			checkActive(t, w, m, handles)
+		}
+	}
+	checkActive(t, w, m, handles)
 }
 
 func checkActive(t *testing.T, w *Wheel, m *model, handles []Timer) {
