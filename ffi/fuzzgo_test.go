@@ -95,6 +95,7 @@ func (g *goSide) values(args vm.Args) []vm.Value {
 // cStep adds the C interpreter's step to as.
 func cStep(as vm.AsyncSteps) { ctest.FuzzStart(ffi.Binary(as)) }
 
+// handlers returns an error handler, or none, for the step being added.
 func (g *goSide) handlers() []vm.ErrorFunc {
 	if fuzzByte()&1 == 0 {
 		return nil
@@ -102,6 +103,7 @@ func (g *goSide) handlers() []vm.ErrorFunc {
 	return []vm.ErrorFunc{g.handler}
 }
 
+// step is a Go step: one to four of the program's operations.
 func (g *goSide) step(as vm.AsyncSteps, args vm.Args) {
 	g.checkArgs(args)
 	if !ctest.FuzzLive(true) {
@@ -114,6 +116,7 @@ func (g *goSide) step(as vm.AsyncSteps, args vm.Args) {
 	}
 }
 
+// body is a Go loop body, which breaks its loop once the program ends.
 func (g *goSide) body(as vm.AsyncSteps) {
 	if !ctest.FuzzLive(true) {
 		as.Break()
@@ -126,6 +129,7 @@ func (g *goSide) body(as vm.AsyncSteps) {
 	}
 }
 
+// handler is a Go error handler.
 func (g *goSide) handler(as vm.AsyncSteps, code string) {
 	if !ctest.FuzzLive(true) {
 		return
