@@ -119,8 +119,12 @@
 //
 // # Threads and memory
 //
-// A Loop belongs to one goroutine. Resumer and Post are the only entry
-// points for other goroutines. Run, RunUntilIdle and Iterate do not nest:
+// A Loop belongs to one goroutine. Other goroutines hand it work through
+// Post and complete its steps through Resumers; they may also Close it, ask
+// IsSameThread, wait for a Future, move a ManualClock and make the loop's
+// Mutexes, Throttles and Limiters. The rest of the Loop's methods, and
+// every AsyncSteps method, belong to its goroutine. Run, RunUntilIdle and
+// Iterate do not nest:
 // called from a step, handler or callback of the same loop, they panic
 // with an InternalError *Error (which fails that step's flow), and so does
 // Future.Wait of a flow not yet complete inside the callbacks of the Run
