@@ -92,14 +92,26 @@ func (q *Queue[T]) Drain(fn func(*T)) int {
 }
 
 // deliverBatch hands batch[next:] to fn. next advances before fn runs, so a
-// panicking fn does not see its item again. spilled is cleared only after
-// the whole batch is delivered and no new overflow arrived, so that Push
-// keeps diverting to the overflow while older overflow items are pending.
+// panicking fn does not see its item again.
 func (q *Queue[T]) deliverBatch(fn func(*T)) int {
 	n := len(q.batch) - q.next
+	// Deferred, so that a fn that panics on the batch's last item leaves
+	// the batch delivered: Empty is true once every item has been.
+	defer q.endBatch()
 	for q.next < len(q.batch) {
 		q.next++
 		fn(&q.batch[q.next-1])
+	}
+	return n
+}
+
+// endBatch resets the batch once all of it has been delivered (a batch
+// left by a panicking fn waits for the next Drain). spilled is cleared
+// only then, and only if no new overflow arrived, so that Push keeps
+// diverting to the overflow while older overflow items are pending.
+func (q *Queue[T]) endBatch() {
+	if q.next < len(q.batch) {
+		return
 	}
 	clear(q.batch) // retain no pointers
 	q.batch = q.batch[:0]
@@ -115,7 +127,6 @@ func (q *Queue[T]) deliverBatch(fn func(*T)) int {
 		q.spilled.Store(false)
 	}
 	q.mu.Unlock()
-	return n
 }
 
 // Empty reports whether the queue holds no items. Once a Push has returned,

@@ -139,6 +139,33 @@ func TestQueueDrainPanic(t *testing.T) {
 	}
 }
 
+// A fn that panics on the overflow batch's last item has been handed every
+// item: the queue is empty at once, not after another Drain.
+func TestQueueDrainPanicOnLastItemLeavesEmpty(t *testing.T) {
+	q := NewQueue[int](2)
+	for i := range 5 { // 0,1 in the ring; 2..4 in the overflow
+		q.Push(i)
+	}
+	func() {
+		defer func() { recover() }()
+		q.Drain(func(v *int) {
+			if *v == 4 {
+				panic(*v)
+			}
+		})
+	}()
+	if !q.Empty() {
+		t.Fatal("Empty = false once every item was delivered")
+	}
+	q.Push(5)
+	if q.ring.Len() != 1 {
+		t.Fatal("Push after the batch went to the overflow")
+	}
+	if got := drainAll(q); !slices.Equal(got, []int{5}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
 func TestQueueDrainZeroes(t *testing.T) {
 	q := NewQueue[*int](2)
 	x := 1
