@@ -42,9 +42,12 @@
 //   - Error handlers and cancel handlers run synchronously, inside the turn
 //     (or external call) that raised the error or canceled the flow.
 //   - Timers fire after the immediate work of a pass, in deadline order
-//     (rounded up to the 1 ms tick), ties in the order they were set. A
-//     timer that a timer callback sets is armed in the next pass, so a
-//     chain of zero delays takes one pass per link.
+//     (rounded up to the 1 ms tick), ties in the order they were armed. A
+//     timer set outside a pass is armed at once, counting from then; one
+//     set in a pass is armed with the pass's reading of the clock, after
+//     the pass's immediate work; and one that a timer callback sets, in
+//     the next pass, so a chain of zero delays takes one pass per link
+//     (and a timer set between the two passes, due as early, fires first).
 //
 // # Errors
 //

@@ -10,7 +10,8 @@
 //   - The loop runs in passes: first the completions Resumers posted
 //     since the last pass started, then the tasks queued when the pass
 //     starts, in order, then the timers that are due, by deadline and then
-//     in the order they were set. When nothing is queued, the clock jumps
+//     in the order they were armed, which for a program's timers is the
+//     order they were set. When nothing is queued, the clock jumps
 //     to the next deadline (vm/doc.go "Scheduling"; vm.Loop.Iterate).
 //   - A step's Resumer accepts one completion, while the step waits; an
 //     error or cancel that unwinds the step releases it, and a completion
