@@ -1,0 +1,309 @@
+package vm_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stepvm/stepvm/vm"
+)
+
+// FuzzSchedule holds the loop's own scheduling (Immediate, Deferred,
+// Cancel, IsValid and Iterate, on a ManualClock) to a model of the rules
+// the package documents: a pass runs the callbacks queued when it starts,
+// in order, then fires the due timers in deadline order, ties in the order
+// they were armed; a timer set outside a pass counts from then, one set by
+// a queued callback from the pass's reading of the clock, and one set by a
+// timer callback from the next pass's; a callback canceled before it runs
+// never runs; a handle is valid until its callback runs or is canceled;
+// Iterate reports work while a pass has more to do, else the time to the
+// next timer. The input says what the test does between passes and what
+// every callback does (schedule, cancel, ask, move the clock); the
+// callbacks run, their order, every IsValid and every Iterate result must
+// be the model's.
+//
+//	go test -run '^$' -fuzz '^FuzzSchedule$' -fuzztime 10m -parallel 1 ./vm
+func FuzzSchedule(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 3, 4, 2, 5, 5, 0, 1, 4, 4, 4, 1, 0, 2})
+	f.Add([]byte{1, 0, 1, 2, 1, 1, 4, 1, 0, 0, 4, 4, 3, 2, 2, 4, 4})
+	f.Add([]byte{0, 1, 0, 1, 2, 1, 1, 0, 1, 0, 1, 2, 4, 1, 1, 1, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s := &schedRun{t: t, in: in}
+		s.clk = vm.NewManualClock(time.Unix(1_700_000_000, 0))
+		s.l = vm.NewLoop(vm.WithClock(s.clk))
+		s.m.state = map[int]bool{}
+		for len(s.in) > 0 {
+			if s.next()%3 == 0 {
+				s.act(s.next(), s.m.apply) // between passes: the model follows at once
+			} else {
+				s.iterate()
+			}
+		}
+		for rounds := 0; ; rounds++ {
+			if rounds > 10_000 {
+				t.Fatal("the loop never goes idle")
+			}
+			work, delay := s.iterate()
+			if !work {
+				break
+			}
+			s.advance(delay)
+			s.m.clock += int64(delay / time.Millisecond)
+		}
+		if st := s.l.Stats(); st.Timers != 0 || st.Queued != 0 {
+			t.Fatalf("idle with %+v", st)
+		}
+	})
+}
+
+// schedRun is one run of FuzzSchedule: the loop, and the model that replays
+// what the loop's callbacks did.
+type schedRun struct {
+	t       *testing.T
+	in      []byte
+	l       *vm.Loop
+	clk     *vm.ManualClock
+	handles []vm.Handle
+	elapsed int64        // ms the clock has moved
+	log     []schedEvent // what the loop's callbacks did, in the pass under way
+	m       schedModel
+}
+
+// schedEvent is a callback run (op < 0: callback id arg ran) or one of its
+// actions (an op of act, its argument, and IsValid's answer).
+type schedEvent struct {
+	op, arg int
+	valid   bool
+}
+
+const opRun = -1
+
+func (s *schedRun) next() int {
+	if len(s.in) == 0 {
+		return 0
+	}
+	b := s.in[0]
+	s.in = s.in[1:]
+	return int(b)
+}
+
+// act does one thing on the loop and hands it to record: the model's apply
+// between passes, the pass's log inside callbacks.
+func (s *schedRun) act(op int, record func(schedEvent)) {
+	e := schedEvent{op: op % 5}
+	switch e.op {
+	case 0:
+		e.arg = len(s.handles)
+		s.handles = append(s.handles, s.l.Immediate(s.callback(e.arg)))
+	case 1:
+		e.arg = s.next() % 8
+		s.handles = append(s.handles, s.l.Deferred(time.Duration(e.arg)*time.Millisecond, s.callback(len(s.handles))))
+	case 2, 3:
+		if len(s.handles) == 0 {
+			return
+		}
+		e.arg = s.next() % len(s.handles)
+		if e.op == 2 {
+			s.l.Cancel(s.handles[e.arg])
+		} else {
+			e.valid = s.l.IsValid(s.handles[e.arg])
+		}
+	case 4:
+		// Every timer stays within 256 ms of the loop's start, on the
+		// wheel's first level, where its deadline is exact.
+		if s.elapsed >= 200 {
+			return
+		}
+		e.arg = s.next() % 4
+		s.advance(time.Duration(e.arg) * time.Millisecond)
+	}
+	record(e)
+}
+
+func (s *schedRun) advance(d time.Duration) {
+	s.clk.Advance(d)
+	s.elapsed += int64(d / time.Millisecond)
+}
+
+// callback returns callback id, which does up to two things.
+func (s *schedRun) callback(id int) func() {
+	return func() {
+		s.log = append(s.log, schedEvent{op: opRun, arg: id})
+		record := func(e schedEvent) { s.log = append(s.log, e) }
+		for n := s.next() % 3; n > 0; n-- {
+			s.act(s.next(), record)
+		}
+	}
+}
+
+// iterate runs a pass of the loop, replays it on the model, and compares.
+func (s *schedRun) iterate() (bool, time.Duration) {
+	s.log = s.log[:0]
+	work, delay := s.l.Iterate()
+	mwork, mdelay := s.m.iterate(s.log)
+	if s.m.problem != "" {
+		s.t.Fatalf("%s\npass: %v", s.m.problem, s.log)
+	}
+	if work != mwork || delay != time.Duration(mdelay)*time.Millisecond {
+		s.t.Fatalf("Iterate = %v, %v; model %v, %vms\npass: %v", work, delay, mwork, mdelay, s.log)
+	}
+	return work, delay
+}
+
+// schedModel is the documented schedule, in whole milliseconds since the
+// loop was made.
+type schedModel struct {
+	clock   int64
+	nextID  int
+	state   map[int]bool // callback id: still scheduled
+	runq    []int        // queued Immediates, canceled ones included
+	armed   []schedTimer // by due time, then in the order armed
+	staged  []schedTimer // set by queued callbacks: armed at the pass's timer stage (due holds the delay)
+	later   []schedTimer // set by timer callbacks: armed at the next pass's
+	inPass  bool         // callbacks run
+	firing  bool         // timer callbacks run
+	log     []schedEvent // the pass being replayed
+	problem string       // the first difference from the loop
+}
+
+type schedTimer struct {
+	id  int
+	due int64
+}
+
+func (m *schedModel) fail(format string, args ...any) {
+	if m.problem == "" {
+		m.problem = fmt.Sprintf(format, args...)
+	}
+}
+
+// apply does what the loop did for event e.
+func (m *schedModel) apply(e schedEvent) {
+	switch e.op {
+	case 0:
+		m.schedule(e.arg)
+		m.runq = append(m.runq, e.arg)
+	case 1:
+		id := m.schedule(-1)
+		t := schedTimer{id, int64(e.arg)}
+		switch {
+		case !m.inPass:
+			m.arm(schedTimer{id, m.clock + t.due})
+		case m.firing:
+			m.later = append(m.later, t)
+		default:
+			m.staged = append(m.staged, t)
+		}
+	case 2:
+		m.state[e.arg] = false
+	case 3:
+		if e.valid != m.state[e.arg] {
+			m.fail("IsValid(%d) = %v, model %v", e.arg, e.valid, m.state[e.arg])
+		}
+	case 4:
+		m.clock += int64(e.arg)
+	}
+}
+
+// schedule makes the next callback id (want: the id the loop gave, or -1).
+func (m *schedModel) schedule(want int) int {
+	id := m.nextID
+	if want >= 0 && want != id {
+		m.fail("the loop made callback %d, model %d", want, id)
+	}
+	m.nextID++
+	m.state[id] = true
+	return id
+}
+
+// arm files t after the armed timers due no later.
+func (m *schedModel) arm(t schedTimer) {
+	i := len(m.armed)
+	for i > 0 && m.armed[i-1].due > t.due {
+		i--
+	}
+	m.armed = slices.Insert(m.armed, i, t)
+}
+
+// run replays callback id: the next event of the pass must be its run,
+// and the events after it, up to the next run, are what it did.
+func (m *schedModel) run(id int) {
+	m.state[id] = false
+	if len(m.log) == 0 || m.log[0].op != opRun {
+		m.fail("callback %d did not run", id)
+		return
+	}
+	if got := m.log[0].arg; got != id {
+		m.fail("callback %d ran, model %d", got, id)
+		return
+	}
+	m.log = m.log[1:]
+	for len(m.log) > 0 && m.log[0].op != opRun && m.problem == "" {
+		e := m.log[0]
+		m.log = m.log[1:]
+		m.apply(e)
+	}
+}
+
+// pass is a pass of the loop; it reports whether another is due at once.
+func (m *schedModel) pass() bool {
+	m.inPass = true
+	defer func() { m.inPass = false }()
+	queued := m.runq
+	m.runq = nil
+	for _, id := range queued {
+		if m.state[id] && m.problem == "" {
+			m.run(id)
+		}
+	}
+	now := m.clock
+	for _, t := range slices.Concat(m.later, m.staged) {
+		if m.state[t.id] {
+			m.arm(schedTimer{t.id, now + t.due})
+		}
+	}
+	m.later, m.staged = nil, nil
+	m.firing = true
+	fired := false
+	for m.problem == "" {
+		i := slices.IndexFunc(m.armed, func(t schedTimer) bool { return m.state[t.id] })
+		if i < 0 || m.armed[i].due > now {
+			break
+		}
+		id := m.armed[i].id
+		m.armed = slices.Delete(m.armed, 0, i+1) // the canceled before it too
+		fired = true
+		m.run(id)
+	}
+	m.firing = false
+	if len(m.log) > 0 {
+		m.fail("the loop ran more: %v", m.log)
+	}
+	if at, ok := m.nextDue(); fired && ok && m.clock > now && at <= m.clock {
+		return true
+	}
+	return len(m.runq) > 0 || slices.ContainsFunc(m.later, func(t schedTimer) bool { return m.state[t.id] })
+}
+
+// nextDue returns the due time of the first timer armed and scheduled.
+func (m *schedModel) nextDue() (int64, bool) {
+	for _, t := range m.armed {
+		if m.state[t.id] {
+			return t.due, true
+		}
+	}
+	return 0, false
+}
+
+// iterate is Iterate, replaying log, what the loop's pass did.
+func (m *schedModel) iterate(log []schedEvent) (bool, int64) {
+	m.log = log
+	if m.pass() {
+		return true, 0
+	}
+	if at, ok := m.nextDue(); ok {
+		return true, max(at-m.clock, 1)
+	}
+	return false, 0
+}
