@@ -9,11 +9,12 @@ import (
 	"github.com/stepvm/stepvm/vm"
 )
 
-// FuzzSchedule holds the loop's own scheduling (Immediate, Deferred,
+// FuzzSchedule holds the loop's own scheduling (Post, Immediate, Deferred,
 // Cancel, IsValid and Iterate, on a ManualClock) to a model of the rules
-// the package documents: a pass runs the callbacks queued when it starts,
-// in order, then fires the due timers in deadline order, ties in the order
-// they were armed; a timer set outside a pass counts from then, one set by
+// the package documents: a pass runs the posts received, then the
+// callbacks queued when it starts (the posts' included), in order, then
+// fires the due timers in deadline order, ties in the order they were
+// armed; a timer set outside a pass counts from then, one set by
 // a queued callback from the pass's reading of the clock, and one set by a
 // timer callback from the next pass's; a callback canceled before it runs
 // never runs; a handle is valid until its callback runs or is canceled;
@@ -64,7 +65,8 @@ type schedRun struct {
 	in      []byte
 	l       *vm.Loop
 	clk     *vm.ManualClock
-	handles []vm.Handle
+	handles []vm.Handle  // by callback id (a Post's is the zero Handle)
+	inPost  bool         // a posted callback runs: it does not post (see act)
 	elapsed int64        // ms the clock has moved
 	log     []schedEvent // what the loop's callbacks did, in the pass under way
 	m       schedModel
@@ -91,7 +93,7 @@ func (s *schedRun) next() int {
 // act does one thing on the loop and hands it to record: the model's apply
 // between passes, the pass's log inside callbacks.
 func (s *schedRun) act(op int, record func(schedEvent)) {
-	e := schedEvent{op: op % 5}
+	e := schedEvent{op: op % 6}
 	switch e.op {
 	case 0:
 		e.arg = len(s.handles)
@@ -117,6 +119,22 @@ func (s *schedRun) act(op int, record func(schedEvent)) {
 		}
 		e.arg = s.next() % 4
 		s.advance(time.Duration(e.arg) * time.Millisecond)
+	case 5:
+		// A post from a posted callback may or may not be delivered by
+		// the drain under way (ringbuf.Queue.Drain): not modeled.
+		if s.inPost {
+			return
+		}
+		e.arg = len(s.handles)
+		s.handles = append(s.handles, vm.Handle{})
+		run := s.callback(e.arg)
+		if !s.l.Post(func() {
+			s.inPost = true
+			defer func() { s.inPost = false }()
+			run()
+		}) {
+			s.t.Fatal("Post on an open loop returned false")
+		}
 	}
 	record(e)
 }
@@ -157,6 +175,7 @@ type schedModel struct {
 	clock   int64
 	nextID  int
 	state   map[int]bool // callback id: still scheduled
+	posts   []int        // posted callbacks, run first in the next pass
 	runq    []int        // queued Immediates, canceled ones included
 	armed   []schedTimer // by due time, then in the order armed
 	staged  []schedTimer // set by queued callbacks: armed at the pass's timer stage (due holds the delay)
@@ -203,6 +222,10 @@ func (m *schedModel) apply(e schedEvent) {
 		}
 	case 4:
 		m.clock += int64(e.arg)
+	case 5:
+		m.schedule(e.arg)
+		m.state[e.arg] = false // no Handle names it
+		m.posts = append(m.posts, e.arg)
 	}
 }
 
@@ -230,6 +253,11 @@ func (m *schedModel) arm(t schedTimer) {
 // and the events after it, up to the next run, are what it did.
 func (m *schedModel) run(id int) {
 	m.state[id] = false
+	m.runPost(id)
+}
+
+// runPost is run for a callback that no Handle names.
+func (m *schedModel) runPost(id int) {
 	if len(m.log) == 0 || m.log[0].op != opRun {
 		m.fail("callback %d did not run", id)
 		return
@@ -250,6 +278,13 @@ func (m *schedModel) run(id int) {
 func (m *schedModel) pass() bool {
 	m.inPass = true
 	defer func() { m.inPass = false }()
+	posted := m.posts
+	m.posts = nil
+	for _, id := range posted {
+		if m.problem == "" {
+			m.runPost(id)
+		}
+	}
 	queued := m.runq
 	m.runq = nil
 	for _, id := range queued {
@@ -283,7 +318,7 @@ func (m *schedModel) pass() bool {
 	if at, ok := m.nextDue(); fired && ok && m.clock > now && at <= m.clock {
 		return true
 	}
-	return len(m.runq) > 0 || slices.ContainsFunc(m.later, func(t schedTimer) bool { return m.state[t.id] })
+	return len(m.runq) > 0 || len(m.posts) > 0 || slices.ContainsFunc(m.later, func(t schedTimer) bool { return m.state[t.id] })
 }
 
 // nextDue returns the due time of the first timer armed and scheduled.
