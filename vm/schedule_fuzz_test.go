@@ -249,15 +249,16 @@ func (m *schedModel) arm(t schedTimer) {
 	m.armed = slices.Insert(m.armed, i, t)
 }
 
-// run replays callback id: the next event of the pass must be its run,
-// and the events after it, up to the next run, are what it did.
+// run runs callback id, which a Handle names.
 func (m *schedModel) run(id int) {
 	m.state[id] = false
-	m.runPost(id)
+	m.replay(id)
 }
 
-// runPost is run for a callback that no Handle names.
-func (m *schedModel) runPost(id int) {
+// replay runs callback id on the model: the next event of the pass must
+// be its run, and the events after it, up to the next run, are what it
+// did.
+func (m *schedModel) replay(id int) {
 	if len(m.log) == 0 || m.log[0].op != opRun {
 		m.fail("callback %d did not run", id)
 		return
@@ -282,7 +283,7 @@ func (m *schedModel) pass() bool {
 	m.posts = nil
 	for _, id := range posted {
 		if m.problem == "" {
-			m.runPost(id)
+			m.replay(id)
 		}
 	}
 	queued := m.runq
