@@ -9,17 +9,18 @@ import (
 	"github.com/stepvm/stepvm/vm"
 )
 
-// FuzzSchedule holds the loop's own scheduling (Post, Immediate, Deferred,
-// Cancel, IsValid and Iterate, on a ManualClock) to a model of the rules
-// the package documents: a pass runs the posts received, then the
-// callbacks queued when it starts (the posts' included), in order, then
-// fires the due timers in deadline order, ties in the order they were
-// armed; a timer set outside a pass counts from then, one set by
-// a queued callback from the pass's reading of the clock, and one set by a
-// timer callback from the next pass's; a callback canceled before it runs
-// never runs; a handle is valid until its callback runs or is canceled;
-// Iterate reports work while a pass has more to do, else the time to the
-// next timer. The input says what the test does between passes and what
+// FuzzSchedule holds the loop's own scheduling (Post, Immediate,
+// Deferred, Cancel, IsValid, Iterate and RunUntilIdle, on a ManualClock)
+// to a model of the rules the package documents: a pass runs the posts
+// received, then the callbacks queued when it starts (the posts'
+// included), in order, then fires the due timers in deadline order, ties
+// in the order they were armed; a timer set outside a pass counts from
+// then, one set by a queued callback from the pass's reading of the
+// clock, and one set by a timer callback from the next pass's; a callback
+// canceled before it runs never runs; a handle is valid until its callback
+// runs or is canceled; Iterate reports work while a pass has more to do,
+// else the time to the next timer, and RunUntilIdle runs passes until
+// none has. The input says what the test does between passes and what
 // every callback does (schedule, cancel, ask, move the clock); the
 // callbacks run, their order, every IsValid and every Iterate result must
 // be the model's.
@@ -35,9 +36,12 @@ func FuzzSchedule(f *testing.F) {
 		s.l = vm.NewLoop(vm.WithClock(s.clk))
 		s.m.state = map[int]bool{}
 		for len(s.in) > 0 {
-			if s.next()%3 == 0 {
+			switch s.next() % 4 {
+			case 0:
 				s.act(s.next(), s.m.apply) // between passes: the model follows at once
-			} else {
+			case 1:
+				s.runUntilIdle()
+			default:
 				s.iterate()
 			}
 		}
@@ -167,6 +171,19 @@ func (s *schedRun) iterate() (bool, time.Duration) {
 		s.t.Fatalf("Iterate = %v, %v; model %v, %vms\npass: %v", work, delay, mwork, mdelay, s.log)
 	}
 	return work, delay
+}
+
+// runUntilIdle runs RunUntilIdle, replays it on the model, and compares.
+func (s *schedRun) runUntilIdle() {
+	s.log = s.log[:0]
+	s.l.RunUntilIdle()
+	s.m.log = s.log
+	for s.m.problem == "" && s.m.pass() {
+	}
+	s.m.done()
+	if s.m.problem != "" {
+		s.t.Fatalf("RunUntilIdle: %s\npasses: %v", s.m.problem, s.log)
+	}
 }
 
 // schedModel is the documented schedule, in whole milliseconds since the
@@ -313,9 +330,6 @@ func (m *schedModel) pass() bool {
 		m.run(id)
 	}
 	m.firing = false
-	if len(m.log) > 0 {
-		m.fail("the loop ran more: %v", m.log)
-	}
 	if at, ok := m.nextDue(); fired && ok && m.clock > now && at <= m.clock {
 		return true
 	}
@@ -332,10 +346,19 @@ func (m *schedModel) nextDue() (int64, bool) {
 	return 0, false
 }
 
+// done checks that the loop ran no more than the model's passes did.
+func (m *schedModel) done() {
+	if len(m.log) > 0 {
+		m.fail("the loop ran more: %v", m.log)
+	}
+}
+
 // iterate is Iterate, replaying log, what the loop's pass did.
 func (m *schedModel) iterate(log []schedEvent) (bool, int64) {
 	m.log = log
-	if m.pass() {
+	more := m.pass()
+	m.done()
+	if more {
 		return true, 0
 	}
 	if at, ok := m.nextDue(); ok {
