@@ -20,10 +20,14 @@ import (
 // canceled before it runs never runs; a handle is valid until its callback
 // runs or is canceled; Iterate reports work while a pass has more to do,
 // else the time to the next timer, and RunUntilIdle runs passes until
-// none has. The input says what the test does between passes and what
-// every callback does (schedule, cancel, ask, move the clock); the
-// callbacks run, their order, every IsValid and every Iterate result must
-// be the model's.
+// none has; a clock moved back leaves the loop's time standing until it
+// moves forward again. The input says what the test does between passes
+// and what every callback does (schedule, cancel, ask, move the clock
+// either way); the callbacks run, their order, every IsValid and every
+// Iterate result must be the model's. The model reads the clock where the
+// loop documents that it does (arming a timer outside a pass, a pass with
+// timers, Iterate's delay), since a clock that moved back and forth
+// between two readings is not seen to have moved.
 //
 //	go test -run '^$' -fuzz '^FuzzSchedule$' -fuzztime 10m -parallel 1 ./vm
 func FuzzSchedule(f *testing.F) {
@@ -54,7 +58,7 @@ func FuzzSchedule(f *testing.F) {
 				break
 			}
 			s.advance(delay)
-			s.m.clock += int64(delay / time.Millisecond)
+			s.m.reading += int64(delay / time.Millisecond)
 		}
 		if st := s.l.Stats(); st.Timers != 0 || st.Queued != 0 {
 			t.Fatalf("idle with %+v", st)
@@ -71,7 +75,7 @@ type schedRun struct {
 	clk     *vm.ManualClock
 	handles []vm.Handle  // by callback id (a Post's is the zero Handle)
 	inPost  bool         // a posted callback runs: it does not post (see act)
-	elapsed int64        // ms the clock has moved
+	elapsed int64        // ms the clock has moved forward
 	log     []schedEvent // what the loop's callbacks did, in the pass under way
 	m       schedModel
 }
@@ -121,7 +125,7 @@ func (s *schedRun) act(op int, record func(schedEvent)) {
 		if s.elapsed >= 200 {
 			return
 		}
-		e.arg = s.next() % 4
+		e.arg = s.next()%7 - 3 // back too: the loop's time stands still
 		s.advance(time.Duration(e.arg) * time.Millisecond)
 	case 5:
 		// A post from a posted callback may or may not be delivered by
@@ -145,7 +149,7 @@ func (s *schedRun) act(op int, record func(schedEvent)) {
 
 func (s *schedRun) advance(d time.Duration) {
 	s.clk.Advance(d)
-	s.elapsed += int64(d / time.Millisecond)
+	s.elapsed += max(int64(d/time.Millisecond), 0)
 }
 
 // callback returns callback id, which does up to two things.
@@ -189,7 +193,9 @@ func (s *schedRun) runUntilIdle() {
 // schedModel is the documented schedule, in whole milliseconds since the
 // loop was made.
 type schedModel struct {
-	clock   int64
+	reading int64 // the clock, in ms from its reading when the loop was made
+	start   int64 // the reading the loop's time counts from
+	last    int64 // the loop's time at its last reading
 	nextID  int
 	state   map[int]bool // callback id: still scheduled
 	posts   []int        // posted callbacks, run first in the next pass
@@ -225,7 +231,7 @@ func (m *schedModel) apply(e schedEvent) {
 		t := schedTimer{id, int64(e.arg)}
 		switch {
 		case !m.inPass:
-			m.arm(schedTimer{id, m.clock + t.due})
+			m.arm(schedTimer{id, m.now() + t.due})
 		case m.firing:
 			m.later = append(m.later, t)
 		default:
@@ -238,7 +244,7 @@ func (m *schedModel) apply(e schedEvent) {
 			m.fail("IsValid(%d) = %v, model %v", e.arg, e.valid, m.state[e.arg])
 		}
 	case 4:
-		m.clock += int64(e.arg)
+		m.reading += int64(e.arg)
 	case 5:
 		m.schedule(e.arg)
 		m.state[e.arg] = false // no Handle names it
@@ -310,7 +316,10 @@ func (m *schedModel) pass() bool {
 			m.run(id)
 		}
 	}
-	now := m.clock
+	if !m.timers() {
+		return len(m.runq) > 0 || len(m.posts) > 0
+	}
+	now := m.now()
 	for _, t := range slices.Concat(m.later, m.staged) {
 		if m.state[t.id] {
 			m.arm(schedTimer{t.id, now + t.due})
@@ -330,10 +339,34 @@ func (m *schedModel) pass() bool {
 		m.run(id)
 	}
 	m.firing = false
-	if at, ok := m.nextDue(); fired && ok && m.clock > now && at <= m.clock {
-		return true
+	if fired {
+		if t := m.now(); t > now {
+			if at, ok := m.nextDue(); ok && at <= t {
+				return true
+			}
+		}
 	}
 	return len(m.runq) > 0 || len(m.posts) > 0 || slices.ContainsFunc(m.later, func(t schedTimer) bool { return m.state[t.id] })
+}
+
+// now reads the clock: the loop's time, which stands still while the
+// clock is behind its last reading and counts on from the clock's new
+// readings once it moves forward again.
+func (m *schedModel) now() int64 {
+	t := m.reading - m.start
+	if t < m.last {
+		m.start = m.reading - m.last
+		return m.last
+	}
+	m.last = t
+	return t
+}
+
+// timers reports whether any timer is scheduled, armed or not: the loop
+// reads the clock in a pass only then.
+func (m *schedModel) timers() bool {
+	live := func(t schedTimer) bool { return m.state[t.id] }
+	return slices.ContainsFunc(m.armed, live) || slices.ContainsFunc(m.staged, live) || slices.ContainsFunc(m.later, live)
 }
 
 // nextDue returns the due time of the first timer armed and scheduled.
@@ -362,7 +395,7 @@ func (m *schedModel) iterate(log []schedEvent) (bool, int64) {
 		return true, 0
 	}
 	if at, ok := m.nextDue(); ok {
-		return true, max(at-m.clock, 1)
+		return true, max(at-m.now(), 1)
 	}
 	return false, 0
 }
