@@ -24,10 +24,9 @@ import (
 // moves forward again. The input says what the test does between passes
 // and what every callback does (schedule, cancel, ask, move the clock
 // either way); the callbacks run, their order, every IsValid and every
-// Iterate result must be the model's. The model reads the clock where the
-// loop documents that it does (arming a timer outside a pass, a pass with
-// timers, Iterate's delay), since a clock that moved back and forth
-// between two readings is not seen to have moved.
+// Iterate result must be the model's. The model reads the clock where
+// Clock's documentation says the loop does, since a clock that moved back
+// and forth between two readings is not seen to have moved.
 //
 //	go test -run '^$' -fuzz '^FuzzSchedule$' -fuzztime 10m -parallel 1 ./vm
 func FuzzSchedule(f *testing.F) {
