@@ -10,23 +10,29 @@ import (
 )
 
 // FuzzSchedule holds the loop's own scheduling (Post, Immediate,
-// Deferred, Cancel, IsValid, Iterate and RunUntilIdle, on a ManualClock)
-// to a model of the rules the package documents: a pass runs the posts
-// received, then the callbacks queued when it starts (the posts'
-// included), in order, then fires the due timers in deadline order, ties
-// in the order they were armed; a timer set outside a pass counts from
-// then, one set by a queued callback from the pass's reading of the
-// clock, and one set by a timer callback from the next pass's; a callback
-// canceled before it runs never runs; a handle is valid until its callback
-// runs or is canceled; Iterate reports work while a pass has more to do,
-// else the time to the next timer, and RunUntilIdle runs passes until
-// none has; a clock moved back leaves the loop's time standing until it
-// moves forward again. The input says what the test does between passes
-// and what every callback does (schedule, cancel, ask, move the clock
-// either way); the callbacks run, their order, every IsValid and every
-// Iterate result must be the model's. The model reads the clock where
-// Clock's documentation says the loop does, since a clock that moved back
-// and forth between two readings is not seen to have moved.
+// Deferred, Cancel, IsValid, Iterate, RunUntilIdle and Close, on a
+// ManualClock) to a model of the rules the package documents:
+//
+//   - a pass runs the posts received, then the callbacks queued when it
+//     starts (the posts' included), in order, then fires the due timers
+//     in deadline order, ties in the order they were armed;
+//   - a timer set outside a pass counts from then, one set by a queued
+//     callback from the pass's reading of the clock, and one set by a
+//     timer callback from the next pass's;
+//   - a callback canceled before it runs never runs, and a handle is valid
+//     until its callback runs or is canceled;
+//   - Iterate reports work while a pass has more to do, else the time to
+//     the next timer, and RunUntilIdle runs passes until none has;
+//   - a clock moved back leaves the loop's time standing until it moves
+//     forward again;
+//   - after Close, Post refuses, and the rest goes on as before.
+//
+// The input says what the test does between passes and what every
+// callback does (schedule, cancel, ask, move the clock either way, close);
+// the callbacks run, their order, every IsValid, Post and Iterate result
+// must be the model's. The model reads the clock where Clock's
+// documentation says the loop does, since a clock that moved back and
+// forth between two readings is not seen to have moved.
 //
 //	go test -run '^$' -fuzz '^FuzzSchedule$' -fuzztime 10m -parallel 1 ./vm
 func FuzzSchedule(f *testing.F) {
@@ -80,7 +86,7 @@ type schedRun struct {
 }
 
 // schedEvent is a callback run (op < 0: callback id arg ran) or one of its
-// actions (an op of act, its argument, and IsValid's answer).
+// actions (an op of act, its argument, and IsValid's or Post's answer).
 type schedEvent struct {
 	op, arg int
 	valid   bool
@@ -100,7 +106,7 @@ func (s *schedRun) next() int {
 // act does one thing on the loop and hands it to record: the model's apply
 // between passes, the pass's log inside callbacks.
 func (s *schedRun) act(op int, record func(schedEvent)) {
-	e := schedEvent{op: op % 6}
+	e := schedEvent{op: op % 7}
 	switch e.op {
 	case 0:
 		e.arg = len(s.handles)
@@ -135,13 +141,13 @@ func (s *schedRun) act(op int, record func(schedEvent)) {
 		e.arg = len(s.handles)
 		s.handles = append(s.handles, vm.Handle{})
 		run := s.callback(e.arg)
-		if !s.l.Post(func() {
+		e.valid = s.l.Post(func() {
 			s.inPost = true
 			defer func() { s.inPost = false }()
 			run()
-		}) {
-			s.t.Fatal("Post on an open loop returned false")
-		}
+		})
+	case 6:
+		s.l.Close() // Posts fail from now on; the rest goes on as before
 	}
 	record(e)
 }
@@ -202,6 +208,7 @@ type schedModel struct {
 	armed   []schedTimer // by due time, then in the order armed
 	staged  []schedTimer // set by queued callbacks: armed at the pass's timer stage (due holds the delay)
 	later   []schedTimer // set by timer callbacks: armed at the next pass's
+	closed  bool         // Close was called: Post refuses
 	inPass  bool         // callbacks run
 	firing  bool         // timer callbacks run
 	log     []schedEvent // the pass being replayed
@@ -247,7 +254,14 @@ func (m *schedModel) apply(e schedEvent) {
 	case 5:
 		m.schedule(e.arg)
 		m.state[e.arg] = false // no Handle names it
-		m.posts = append(m.posts, e.arg)
+		if e.valid != !m.closed {
+			m.fail("Post = %v on a loop closed: %v", e.valid, m.closed)
+		}
+		if e.valid {
+			m.posts = append(m.posts, e.arg)
+		}
+	case 6:
+		m.closed = true
 	}
 }
 
