@@ -12,10 +12,10 @@ import (
 // after that pass's timers fired, if one of them moved a ManualClock), and
 // when Iterate tells how long to wait. A Clock that goes back makes the
 // loop's time stand still until it moves on again: timers count only the
-// time it moves forward. A panic in Now reaches whoever
-// made the loop read it (the caller of RunUntilIdle, Iterate or Run, or of
-// the call that armed a timer); the loop stays usable, and the timers of
-// a pass that could not read the clock start counting at the next pass.
+// time it moves forward. A panic in Now reaches whoever made the loop read
+// it (the caller of RunUntilIdle, Iterate or Run, or of the call that armed
+// a timer); the loop stays usable, and the timers of a pass that could not
+// read the clock start counting at the next pass.
 type Clock interface{ Now() time.Time }
 
 type systemClock struct{}

@@ -47,7 +47,8 @@
 //     set in a pass is armed with the pass's reading of the clock, after
 //     the pass's immediate work; and one that a timer callback sets, in
 //     the next pass, so a chain of zero delays takes one pass per link
-//     (and a timer set between the two passes, due as early, fires first).
+//     (and a timer set between those two passes, due as early, fires
+//     before it).
 //
 // # Errors
 //
@@ -124,9 +125,9 @@
 //
 // A Loop belongs to one goroutine. Other goroutines hand it work through
 // Post and complete its steps through Resumers; they may also Close it, ask
-// IsSameThread, wait for a Future, move a ManualClock and make the loop's
-// Mutexes, Throttles and Limiters. The rest of the Loop's methods, and
-// every AsyncSteps method, belong to its goroutine. Run, RunUntilIdle and
+// IsSameThread, wait for a Future, move a ManualClock and make Mutexes,
+// Throttles and Limiters. The rest of the Loop's methods, and every
+// AsyncSteps method, belong to its goroutine. Run, RunUntilIdle and
 // Iterate do not nest:
 // called from a step, handler or callback of the same loop, they panic
 // with an InternalError *Error (which fails that step's flow), and so does

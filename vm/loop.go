@@ -466,10 +466,10 @@ func (l *Loop) handleInbound(in *inbound) {
 // Iterate runs one pass: the posts received, every immediate callback and
 // flow step queued by then, the posts' included (those these queue wait
 // for the next pass), then the timers that are due (those their callbacks
-// set are armed in the next pass). haveWork reports whether work remains; delay is
-// how long until the next timer when only armed timers remain, and 0 when
-// immediate work remains, a timer waits for the next pass to be armed, or
-// the loop is idle.
+// set are armed in the next pass). haveWork reports whether work remains;
+// delay is how long until the next timer when only armed timers remain,
+// and 0 when immediate work remains, a timer waits for the next pass to be
+// armed, or the loop is idle.
 func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 	if l.pass() {
 		return true, 0
