@@ -234,7 +234,7 @@ func TestOpsMatchModel(t *testing.T) {
 				ops = 5000
 			}
 			r := rand.New(rand.NewSource(2))
-			opsMatchModel(t, c.start, c.tick, func(op int) bool { return op < ops }, r)
+			opsMatchModel(t, c.start, c.tick, ops, r)
 		})
 	}
 }
@@ -254,19 +254,19 @@ func FuzzWheel(f *testing.F) {
 		}
 		c := configs[int(in[0])%len(configs)]
 		src := fuzzinput.NewSource(in[1:])
-		opsMatchModel(t, c.start, c.tick, func(op int) bool { return op < 2000 }, rand.New(src))
+		opsMatchModel(t, c.start, c.tick, 2000, rand.New(src))
 	})
 }
 
-// opsMatchModel runs operations on a wheel and the model while more(op)
-// holds, with the choices drawn from r.
-func opsMatchModel(t *testing.T, start int64, tick time.Duration, more func(op int) bool, r *rand.Rand) {
+// opsMatchModel runs ops operations on a wheel and the model, with the
+// choices drawn from r.
+func opsMatchModel(t *testing.T, start int64, tick time.Duration, ops int, r *rand.Rand) {
 	w := New(start, tick)
 	m := newModel(start, tick)
 	now := start
 	var handles []Timer
 	var data uint64
-	for op := 0; more(op); op++ {
+	for op := range ops {
 		switch k := r.Intn(20); {
 		case k < 8:
 			d := randDeadline(r, now, tick)
