@@ -1,6 +1,10 @@
 package ringbuf
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stepvm/stepvm/internal/fuzzinput"
+)
 
 // FuzzQueue drives a Queue from one goroutine as the input says, against
 // the model that one producer's items come out in the order it pushed them,
@@ -13,14 +17,8 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte{3, 0, 9, 2, 0, 0, 1, 4, 2, 3, 1, 3})
 	f.Add([]byte{0, 0, 1, 0, 1, 2, 1, 0, 2, 0, 2, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		next := func() int {
-			if len(in) == 0 {
-				return 0
-			}
-			b := in[0]
-			in = in[1:]
-			return int(b)
-		}
+		input := fuzzinput.NewBytes(in)
+		next := input.Next
 		q := NewQueue[int](1 << (next() % 4))
 		pushed, delivered := 0, 0
 		push := func(n int) {
@@ -55,7 +53,7 @@ func FuzzQueue(f *testing.F) {
 				t.Fatalf("Drain returned %d, delivered %d", n, delivered-before)
 			}
 		}
-		for len(in) > 0 {
+		for input.Left() {
 			switch next() % 4 {
 			case 0, 1:
 				push(next() % 12)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepvm/stepvm/internal/fuzzinput"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -40,11 +41,11 @@ func FuzzSchedule(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 2, 1, 1, 4, 1, 0, 0, 4, 4, 3, 2, 2, 4, 4})
 	f.Add([]byte{0, 1, 0, 1, 2, 1, 1, 0, 1, 0, 1, 2, 4, 1, 1, 1, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &schedRun{t: t, in: in}
+		s := &schedRun{t: t, in: fuzzinput.NewBytes(in)}
 		s.clk = vm.NewManualClock(time.Unix(1_700_000_000, 0))
 		s.l = vm.NewLoop(vm.WithClock(s.clk))
 		s.m.state = map[int]bool{}
-		for len(s.in) > 0 {
+		for s.in.Left() {
 			switch s.next() % 4 {
 			case 0:
 				s.act(s.next(), s.m.apply) // between passes: the model follows at once
@@ -75,7 +76,7 @@ func FuzzSchedule(f *testing.F) {
 // what the loop's callbacks did.
 type schedRun struct {
 	t       *testing.T
-	in      []byte
+	in      *fuzzinput.Bytes
 	l       *vm.Loop
 	clk     *vm.ManualClock
 	handles []vm.Handle  // by callback id (a Post's is the zero Handle)
@@ -94,14 +95,7 @@ type schedEvent struct {
 
 const opRun = -1
 
-func (s *schedRun) next() int {
-	if len(s.in) == 0 {
-		return 0
-	}
-	b := s.in[0]
-	s.in = s.in[1:]
-	return int(b)
-}
+func (s *schedRun) next() int { return s.in.Next() }
 
 // act does one thing on the loop and hands it to record: the model's apply
 // between passes, the pass's log inside callbacks.

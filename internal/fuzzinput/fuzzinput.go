@@ -2,7 +2,8 @@
 // a fuzz target's check on inputs drawn from a fixed seed, so that plain
 // go test covers more of the target's space than its seed corpus does, the
 // same way on every run; Source turns a fuzz input into the random source
-// of a seeded model test, which makes that test a fuzz target.
+// of a seeded model test, which makes that test a fuzz target; Bytes deals
+// out an input a byte at a time.
 package fuzzinput
 
 import (

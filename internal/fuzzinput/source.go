@@ -42,3 +42,23 @@ func (s *Source) Int63() int64 { return int64(s.Uint64() >> 1) }
 
 // Seed does nothing: the input is the seed (math/rand.Source).
 func (s *Source) Seed(int64) {}
+
+// Bytes deals out a fuzz input a byte at a time, for targets whose every
+// choice is a small number.
+type Bytes struct{ in []byte }
+
+// NewBytes returns Bytes on in.
+func NewBytes(in []byte) *Bytes { return &Bytes{in: in} }
+
+// Next returns the next byte, 0 once the input has run out.
+func (b *Bytes) Next() int {
+	if len(b.in) == 0 {
+		return 0
+	}
+	c := b.in[0]
+	b.in = b.in[1:]
+	return int(c)
+}
+
+// Left reports whether bytes remain.
+func (b *Bytes) Left() bool { return len(b.in) > 0 }
