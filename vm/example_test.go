@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -409,4 +410,116 @@ func ExampleLoop_Run() {
 	// found user3
 	// Run returned <nil> with 0 live roots
 	// service stopped
+}
+
+// Await runs a blocking call on a goroutine of its own while the loop goes
+// on with other flows; the step succeeds with the call's value, and a
+// *Error it returns raises that error's code. The call runs after its step
+// has returned, so it takes copies of the step's Args, which are valid only
+// during the step. Run drives the loop until the flow's Future is done.
+func ExampleAsyncSteps_Await() {
+	l := vm.NewLoop()
+	ctx, stop := context.WithCancel(context.Background())
+	root := l.NewSteps()
+	root.Await(func(context.Context) (vm.Value, error) {
+		return vm.Str("ann"), nil // a database read, say
+	}).Add(func(as vm.AsyncSteps, args vm.Args) {
+		user := args.String(0)
+		fmt.Println("read", user)
+		as.Await(func(context.Context) (vm.Value, error) {
+			return vm.Value{}, &vm.Error{Code: "NotFound", Info: "no orders for " + user}
+		}, func(as vm.AsyncSteps, code string) {
+			fmt.Println(code+":", as.State().ErrorInfo())
+			as.Success(vm.Int(0))
+		})
+	}).Add(func(as vm.AsyncSteps, args vm.Args) {
+		fmt.Println("orders:", args.Int(0))
+	})
+	f := root.Promise()
+	go func() { <-f.Done(); stop() }()
+	l.Run(ctx)
+	root.Release()
+	// Output:
+	// read ann
+	// NotFound: no orders for ann
+	// orders: 0
+}
+
+// ForEach and ForEachMap run a step per element, as a range statement
+// would, and take Break and Continue as loops do. ForEachMap visits the
+// keys in sorted order.
+func ExampleForEach() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		vm.ForEach(as, []string{"a", "b", "stop", "c"}, func(as vm.AsyncSteps, i int, v string) {
+			if v == "stop" {
+				as.Break()
+			}
+			fmt.Println(i, v)
+		})
+		vm.ForEachMap(as, map[string]int{"y": 2, "x": 1, "z": 3}, func(as vm.AsyncSteps, k string, v int) {
+			fmt.Println(k, v)
+		})
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	root.Release()
+	// Output:
+	// 0 a
+	// 1 b
+	// x 1
+	// y 2
+	// z 3
+}
+
+// SuccessStep adds a step that only passes values on, which is how a
+// branch of steps is given a default outcome.
+func ExampleAsyncSteps_SuccessStep() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		cached := false
+		if cached {
+			as.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Str("from cache")) })
+		} else {
+			as.SuccessStep(vm.Str("default"), vm.Int(1))
+		}
+	}).Add(func(as vm.AsyncSteps, args vm.Args) {
+		fmt.Println(args.String(0), args.Int(1))
+	})
+	root.Execute()
+	l.RunUntilIdle()
+	root.Release()
+	// Output:
+	// default 1
+}
+
+// Cancel stops a running root from outside its steps: the cancel handlers
+// of the steps under way run, innermost first, no further step runs, and
+// the flow's Future reports ErrCanceled.
+func ExampleAsyncSteps_Cancel() {
+	l := vm.NewLoop()
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.SetCancel(func(vm.AsyncSteps) { fmt.Println("outer step canceled") })
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.SetCancel(func(vm.AsyncSteps) { fmt.Println("inner step canceled") })
+			fmt.Println("waiting")
+		})
+	}).Add(func(vm.AsyncSteps, vm.Args) {
+		fmt.Println("never runs")
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	root.Cancel()
+	l.RunUntilIdle()
+	_, err := f.Wait(context.Background())
+	fmt.Println(errors.Is(err, vm.ErrCanceled))
+	root.Release()
+	// Output:
+	// waiting
+	// inner step canceled
+	// outer step canceled
+	// true
 }
