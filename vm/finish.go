@@ -103,7 +103,7 @@ func (l *Loop) report(r *root, args *argBuf, code string, canceled bool) {
 		case code != "":
 			f.resolve(Args{}, &Error{Code: code, Info: r.st().errorInfo})
 		default:
-			f.resolve(Args{args}.detach(), nil)
+			f.resolve(args.args(), nil)
 		}
 	}
 	if r.state != nil {

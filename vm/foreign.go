@@ -132,12 +132,9 @@ func IsUnwinding(p any) bool {
 // vals (at most MaxArgs of them), for a step function a foreign engine
 // calls.
 func ForeignArgs(vals []Value) Args {
-	if len(vals) == 0 {
-		return Args{}
-	}
-	b := new(argBuf)
-	b.set(vals)
-	return Args{b}
+	var a Args
+	a.b.set(vals)
+	return a
 }
 
 // foreign returns the Foreign behind a foreign handle, nil for any other.

@@ -135,7 +135,7 @@ func (l *Loop) runThread(t *task) {
 				as := AsyncSteps{r: r, n: n, seq: n.Seq, epoch: r.runEpoch}
 				thSeq := th.Seq
 				prev := l.enter(frameID(n))
-				p := l.callExec(fn, as, Args{l.argsCur})
+				p := l.callExec(fn, as, l.argsCur)
 				l.leave(prev)
 				if returnedLive(r, th, as, p) && n.Head == 0 {
 					if n.Next == 0 && n.Flags == opcodes.FlagRunning && l.raised == nil {

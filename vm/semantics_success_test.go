@@ -2,6 +2,8 @@ package vm_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -265,4 +267,54 @@ func TestSemValueStringNilStringer(t *testing.T) {
 		})
 		root.Add(func(as vm.AsyncSteps, a vm.Args) { log.add("%s %s %s", a.String(0), a.String(1), a.String(2)) })
 	}, "<nil> set value")
+}
+
+// Args are a copy of the values, not a view of the loop's registers: a
+// step's Args captured by a closure that runs later (a sub-step, a loop
+// body, an Await function on its own goroutine) still hold that step's
+// values, after other flows have passed values of their own.
+func TestSemArgsOutliveTheirStep(t *testing.T) {
+	l, _ := semLoop()
+	log := new(semLog)
+	var kept vm.Args
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.Success(vm.Int(7), vm.Str("seven"))
+	}).Add(func(as vm.AsyncSteps, a vm.Args) {
+		kept = a
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.WaitExternal() // other flows take turns meanwhile
+			other := l.NewSteps()
+			other.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.Success(vm.Int(-1), vm.Str("other"), vm.Int(-2))
+			}).Add(func(vm.AsyncSteps, vm.Args) {})
+			other.Execute()
+			l.Deferred(0, func() { as.Success(vm.Str("later")) })
+		})
+		as.Add(func(as vm.AsyncSteps, b vm.Args) {
+			log.add("sub-step: %s, captured %d %s", b.String(0), a.Int(0), a.String(1))
+			as.Repeat(2, func(as vm.AsyncSteps, i int) {
+				log.add("iteration %d: captured %d %s", i, a.Int(0), a.String(1))
+			})
+		})
+		as.Await(func(context.Context) (vm.Value, error) {
+			return vm.Str(fmt.Sprintf("%d %s %d", a.Int(0), a.String(1), a.Len())), nil
+		})
+	}).Add(func(as vm.AsyncSteps, b vm.Args) {
+		log.add("after Await: %s", b.String(0))
+	})
+	f := root.Promise()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() { <-f.Done(); cancel() }()
+	l.Run(ctx)
+	semOK(t, f)
+	semExpect(t, log,
+		"sub-step: later, captured 7 seven",
+		"iteration 0: captured 7 seven",
+		"iteration 1: captured 7 seven",
+		"after Await: 7 seven 2")
+	if kept.Len() != 2 || kept.Int(0) != 7 || kept.String(1) != "seven" {
+		t.Fatalf("Args kept past the flow = %v, want [7 seven]", kept.Values())
+	}
 }

@@ -248,23 +248,26 @@ func (b *argBuf) clear() {
 	b.n = 0
 }
 
-// Args are the values the previous step succeeded with. An Args passed to a
-// step function is a view valid only until that function returns: copy the
-// Values out to keep them. (Values of strings and bytes share memory with
+// Args are the values the previous step succeeded with: a copy of them,
+// which a step may keep, capture in a closure or hand to another goroutine
+// as it would any value. (Values of strings and bytes share memory with
 // the sender.)
-type Args struct{ b *argBuf }
+type Args struct{ b argBuf }
+
+// args returns the values b holds (none for a nil b) as Args.
+func (b *argBuf) args() Args {
+	if b == nil {
+		return Args{}
+	}
+	return Args{*b}
+}
 
 // Len returns the number of values, at most MaxArgs.
-func (a Args) Len() int {
-	if a.b == nil {
-		return 0
-	}
-	return int(a.b.n)
-}
+func (a Args) Len() int { return int(a.b.n) }
 
 // Get returns value i, or the zero Value when i is out of range.
 func (a Args) Get(i int) Value {
-	if a.b == nil || uint(i) >= uint(a.b.n) {
+	if uint(i) >= uint(a.b.n) {
 		return Value{}
 	}
 	return a.b.v[i]
@@ -299,14 +302,4 @@ func (a Args) Values() []Value {
 		return nil
 	}
 	return append([]Value(nil), a.b.v[:a.b.n]...)
-}
-
-// detach returns Args that own a copy of the values, for use after the
-// step that received them has ended (Future results).
-func (a Args) detach() Args {
-	b := new(argBuf)
-	if a.b != nil {
-		b.copyFrom(a.b)
-	}
-	return Args{b}
 }
