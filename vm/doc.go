@@ -14,7 +14,9 @@
 // Args), by Error, or implicitly when its function returns without adding
 // sub-steps, setting a timeout or cancel handler, or calling WaitExternal
 // (FTN12 1.6). A step with sub-steps completes when the last of them does,
-// with that sub-step's values.
+// with that sub-step's values. Args are a copy of the values: a sub-step,
+// a loop body or an Await function may capture its step's Args and read
+// them later, as FTN12 code written for closures does.
 //
 // # Scheduling
 //
