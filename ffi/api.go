@@ -107,7 +107,7 @@ func stepvmStack(bsi *C.FutoInAsyncSteps, size C.size_t, cleanup C.stepvm_stack_
 // destroyStack runs the C cleanup of memory stack handed out; the VM calls
 // it (as ls.onStackEnd) as the step ends.
 func (ls *loopState) destroyStack(p unsafe.Pointer) {
-	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	s := ls.enter(vm.AsyncSteps{})
 	C.stepvm_call_stack_cleanup((*stackHeader)(p).cleanup, unsafe.Add(p, unsafe.Sizeof(stackHeader{})), ls.id)
 	ls.settle(s)
 }

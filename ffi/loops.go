@@ -30,13 +30,18 @@ type loopState struct {
 	res *loopRes
 
 	// The innermost C call made for this loop: the frame it runs for (zero
-	// when it is not a step), the values lent to it, and the first panic a
+	// when it is not a step), the values lent to it (its entry in lent,
+	// counted from 1; 0 when it lent no Go value), and the first panic a
 	// call back into stepvm recovered, raised again once the C function
 	// returns. While stash is set, calls back into stepvm are ignored: Go
 	// code would not have run them.
-	frame vm.AsyncSteps
-	lent  vm.Args
-	stash any
+	frame  vm.AsyncSteps
+	lentAt int
+	stash  any
+	// lent holds the values of the C steps whose calls run and which were
+	// lent Go values (cArgs), the innermost call's last: only those need
+	// keeping, for success to find the values C passes back.
+	lent []vm.Args
 	// lentID stamps the Go values lent to the innermost C step, so that
 	// one C kept from an earlier call is told from the value lent at its
 	// position now (see cArgs); lends counts the stamps handed out.
@@ -221,25 +226,29 @@ type lentObj struct {
 
 // callSave is what a C call replaces in its loop's state.
 type callSave struct {
-	frame  vm.AsyncSteps
-	lent   vm.Args
-	stash  any
-	lentID uint64
+	frame           vm.AsyncSteps
+	lentAt, lentLen int
+	stash           any
+	lentID          uint64
 }
 
-// enter records the start of a C call for frame (zero if none) with the
-// values lent to it. The values keep their stamp: a call that lends new
-// ones stamps them (cArgs).
-func (ls *loopState) enter(frame vm.AsyncSteps, lent vm.Args) callSave {
-	s := callSave{ls.frame, ls.lent, ls.stash, ls.lentID}
-	ls.frame, ls.lent, ls.stash = frame, lent, nil
+// enter records the start of a C call for frame (zero if none), lent no
+// values yet. The stamp of the values lent before stays: a call that lends
+// new ones stamps them (cArgs).
+func (ls *loopState) enter(frame vm.AsyncSteps) callSave {
+	s := callSave{ls.frame, ls.lentAt, len(ls.lent), ls.stash, ls.lentID}
+	ls.frame, ls.lentAt, ls.stash = frame, 0, nil
 	return s
 }
 
 // leave ends a C call and returns what it stashed.
 func (ls *loopState) leave(s callSave) any {
 	stash := ls.stash
-	ls.frame, ls.lent, ls.stash, ls.lentID = s.frame, s.lent, s.stash, s.lentID
+	if len(ls.lent) > s.lentLen {
+		clear(ls.lent[s.lentLen:]) // the values must not stay reachable
+		ls.lent = ls.lent[:s.lentLen]
+	}
+	ls.frame, ls.lentAt, ls.stash, ls.lentID = s.frame, s.lentAt, s.stash, s.lentID
 	return stash
 }
 

@@ -166,7 +166,7 @@ func addThroughStale(t *testing.T, l *vm.Loop, ls *loopState, p unsafe.Pointer, 
 	t.Helper()
 	root := l.NewSteps()
 	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		s := ls.enter(as, vm.Args{})
+		s := ls.enter(as)
 		stepvmAdd(cRec(noRec, p), 0, nil, nil, ls.id)
 		ls.settle(s)
 	})

@@ -169,7 +169,7 @@ func (ls *loopState) dropRes(own *rootRes) {
 // destroyVar runs the C cleanup of v on the loop, for a root that has
 // ended: what the cleanup raises has nowhere to go.
 func (ls *loopState) destroyVar(v *cvar) {
-	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	s := ls.enter(vm.AsyncSteps{})
 	v.destroy(ls.id)
 	ls.leave(s)
 }
@@ -270,7 +270,7 @@ func rootEnded(as vm.AsyncSteps, code string) {
 	ls := ri.ls
 	ccode := C.CString(code)
 	defer C.free(unsafe.Pointer(ccode))
-	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	s := ls.enter(vm.AsyncSteps{})
 	C.stepvm_call_error(ueh, ri.record(), data, ccode, ls.id)
 	ls.leave(s) // the run has ended: there is nothing to raise into
 }
@@ -299,7 +299,8 @@ func (c callback) stateVariable(e *entry, data C.uintptr_t, name *C.char,
 		return 0
 	}
 	ls := e.ls
-	s := ls.enter(ls.frame, ls.lent)
+	s := ls.enter(ls.frame)
+	ls.lentAt = s.lentAt // allocate runs as part of the C call under way
 	value := C.stepvm_call_alloc(allocate, data, ls.id)
 	p := ls.leave(s)
 	cv := &cvar{value: value, data: data, cleanup: cleanup}

@@ -57,7 +57,7 @@ func (ls *loopState) schedule(deferred bool, d time.Duration, cb C.stepvm_cb_fn,
 func (t *task) fire() {
 	ls, cb, data := t.ls, t.cb, t.data
 	ls.freeTask(t)
-	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	s := ls.enter(vm.AsyncSteps{})
 	C.stepvm_call_cb(cb, data, ls.id)
 	ls.settle(s)
 }

@@ -23,19 +23,19 @@ func execStep(as vm.AsyncSteps, args vm.Args) {
 	if w.A == 0 {
 		panic(&vm.Error{Code: vm.InternalError, Info: "C step without a function"})
 	}
-	runStep(as, args, *(*C.FutoInAsyncSteps_execute_callback)(unsafe.Pointer(&w.A)), C.uintptr_t(w.B))
+	runStep(as, &args, *(*C.FutoInAsyncSteps_execute_callback)(unsafe.Pointer(&w.A)), C.uintptr_t(w.B))
 }
 
 // syncStep returns the Go step running the C step f inside a sync.
 func syncStep(f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) vm.ExecFunc {
-	return func(as vm.AsyncSteps, args vm.Args) { runStep(as, args, f, data) }
+	return func(as vm.AsyncSteps, args vm.Args) { runStep(as, &args, f, data) }
 }
 
 // runStep calls the C step f for the frame as with args.
-func runStep(as vm.AsyncSteps, args vm.Args, f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) {
+func runStep(as vm.AsyncSteps, args *vm.Args, f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) {
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
-	s := ls.enter(as, args)
+	s := ls.enter(as)
 	objs := len(ls.lentObjs)
 	ca, size := ls.cArgs(args)
 	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
@@ -68,7 +68,7 @@ func errorHandler(eh C.FutoInAsyncSteps_error_callback, data C.uintptr_t) vm.Err
 		ls := loopOf(as.Tool())
 		bsi := bindFrame(ls, as)
 		ccode := ls.lendString(code)
-		s := ls.enter(as, vm.Args{})
+		s := ls.enter(as)
 		C.stepvm_call_error(eh, bsi, data, ccode, ls.id)
 		ls.unlend(unsafe.Pointer(ccode), len(code)+1)
 		ls.settle(s)
@@ -80,7 +80,7 @@ func loopBody(f C.stepvm_loop_fn, data C.uintptr_t) func(vm.AsyncSteps) {
 	return func(as vm.AsyncSteps) {
 		ls := loopOf(as.Tool())
 		bsi := bindFrame(ls, as)
-		s := ls.enter(as, vm.Args{})
+		s := ls.enter(as)
 		C.stepvm_call_loop(f, bsi, data, ls.id)
 		ls.settle(s)
 	}
@@ -91,7 +91,7 @@ func repeatBody(f C.stepvm_repeat_fn, data C.uintptr_t) func(vm.AsyncSteps, int)
 	return func(as vm.AsyncSteps, i int) {
 		ls := loopOf(as.Tool())
 		bsi := bindFrame(ls, as)
-		s := ls.enter(as, vm.Args{})
+		s := ls.enter(as)
 		C.stepvm_call_repeat(f, bsi, data, C.size_t(i), ls.id)
 		ls.settle(s)
 	}
@@ -108,7 +108,7 @@ func cancelHandler(ch C.FutoInAsyncSteps_cancel_callback, data C.uintptr_t, e *e
 		if r, _, _ := lookup(rec); r == nil || r.gen.Load() != gen {
 			bsi = bindFrame(ls, as)
 		}
-		s := ls.enter(as, vm.Args{})
+		s := ls.enter(as)
 		C.stepvm_call_cancel(ch, bsi, data, ls.id)
 		ls.settle(s)
 	}

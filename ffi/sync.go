@@ -199,7 +199,7 @@ func unlockOf(p *C.FutoInSync) C.stepvm_sync_fn {
 func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) any {
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
-	s := ls.enter(as, vm.Args{})
+	s := ls.enter(as)
 	C.stepvm_call_sync(f, bsi, cs.p, ls.id)
 	p := ls.leave(s)
 	return p

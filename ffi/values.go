@@ -86,7 +86,7 @@ func (st *objState) release() {
 		st.cleanup(0)
 		return
 	}
-	s := ls.enter(vm.AsyncSteps{}, vm.Args{})
+	s := ls.enter(vm.AsyncSteps{})
 	st.cleanup(ls.id)
 	ls.leave(s) // a cleanup has no flow to fail
 }
@@ -141,7 +141,7 @@ func (res *loopRes) takeOrphans() []*objState { return take(res, &res.orphans) }
 // back (unlend) once the call has returned, and the Objects among them,
 // which it adds to lentObjs (settleStep). It stamps the call anew, so that
 // a Go value lent to an earlier call is refused (see object).
-func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
+func (ls *loopState) cArgs(args *vm.Args) (*C.FutoInArgs, int) {
 	ls.lends++
 	ls.lentID = ls.lends
 	n := args.Len()
@@ -184,6 +184,10 @@ func (ls *loopState) cArgs(args vm.Args) (*C.FutoInArgs, int) {
 			// that it was lent to this call.
 			b.typ = &C.stepvm_go_value_type
 			b.u, b.custom = ls.lentID, uintptr(i+1)
+			if ls.lentAt == 0 {
+				ls.lent = append(ls.lent, *args)
+				ls.lentAt = len(ls.lent)
+			}
 		}
 	}
 	return (*C.FutoInArgs)(p), size
@@ -320,10 +324,14 @@ func plainValue(b *binval) (vm.Value, int, string) {
 func (ls *loopState) object(b *binval) (vm.Value, int, string) {
 	if b.typ == &C.stepvm_go_value_type {
 		k := int(b.custom) - 1
-		if k < 0 || k >= ls.lent.Len() || b.u != ls.lentID || ls.lent.Get(k).Kind() != vm.KindAny {
+		var v vm.Value
+		if ls.lentAt != 0 && b.u == ls.lentID {
+			v = ls.lent[ls.lentAt-1].Get(k) // the zero Value for a k out of range
+		}
+		if v.Kind() != vm.KindAny {
 			return vm.Value{}, dispBad, "a Go value can only be passed on by the C step it was passed to, during that call"
 		}
-		return ls.lent.Get(k), dispLent, ""
+		return v, dispLent, ""
 	}
 	if k := ls.lentObject(b); k >= 0 {
 		return vm.Any(ls.lentObjs[k].o), dispLent, ""

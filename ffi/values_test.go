@@ -165,3 +165,21 @@ func TestValuesToC(t *testing.T) {
 		t.Fatalf("forwarded through C: %v", got)
 	}
 }
+
+// A Go value lent to a C step can be passed on after stepvm has run other
+// C code during the step's call (a nested call, lent nothing).
+func TestGoValueForwardedAfterNestedCall(t *testing.T) {
+	type opaque struct{ n int }
+	x := &opaque{1}
+	before := ctest.NestedCleanups()
+	got := captureFrom(t, func(root vm.AsyncSteps) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Any(x), vm.Int(2)) })
+		ctest.ForwardNested(ffi.Binary(root))
+	})
+	if len(got) != 2 || got[0].Any() != x || got[1].Int() != 2 {
+		t.Fatalf("forwarded through C: %v", got)
+	}
+	if n := ctest.NestedCleanups() - before; n != 1 {
+		t.Fatalf("%d nested cleanups ran during the step, want 1", n)
+	}
+}

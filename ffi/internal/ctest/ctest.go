@@ -75,9 +75,15 @@ func MisuseOutside(root unsafe.Pointer, scenario int) {
 	C.ctest_misuse_outside(bsi(root), C.int(scenario))
 }
 
-func Emit(root unsafe.Pointer, which int)     { C.ctest_emit(bsi(root), C.int(which)) }
-func CheckArgs(root unsafe.Pointer)           { C.ctest_check_args(bsi(root)) }
-func Forward(root unsafe.Pointer)             { C.ctest_forward(bsi(root)) }
+func Emit(root unsafe.Pointer, which int) { C.ctest_emit(bsi(root), C.int(which)) }
+func CheckArgs(root unsafe.Pointer)       { C.ctest_check_args(bsi(root)) }
+func Forward(root unsafe.Pointer)         { C.ctest_forward(bsi(root)) }
+
+// ForwardNested adds a C step that forwards its values after a nested C
+// call (a freed root's state-variable cleanup); NestedCleanups counts
+// those cleanups.
+func ForwardNested(root unsafe.Pointer)       { C.ctest_forward_nested(bsi(root)) }
+func NestedCleanups() int                     { return int(C.ctest_nested_cleanups()) }
 func Keep(root unsafe.Pointer)                { C.ctest_keep(bsi(root)) }
 func PassKept(root unsafe.Pointer)            { C.ctest_pass_kept(bsi(root)) }
 func Cleanups() int                           { return int(C.ctest_cleanups()) }

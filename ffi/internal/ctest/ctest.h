@@ -62,6 +62,8 @@ void ctest_misuse_outside(FutoInAsyncSteps* root, int scenario);
 void ctest_emit(FutoInAsyncSteps* root, int which);
 void ctest_check_args(FutoInAsyncSteps* root);
 void ctest_forward(FutoInAsyncSteps* root);
+void ctest_forward_nested(FutoInAsyncSteps* root);
+int ctest_nested_cleanups(void);
 void ctest_keep(FutoInAsyncSteps* root);
 void ctest_pass_kept(FutoInAsyncSteps* root);
 int ctest_cleanups(void);

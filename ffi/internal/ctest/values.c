@@ -183,6 +183,44 @@ void ctest_forward(FutoInAsyncSteps* root)
     root->api->add(root, NULL, forward_step, NULL);
 }
 
+static void* alloc_int(void* data)
+{
+    (void)data;
+    return calloc(1, sizeof(int));
+}
+
+static int nested_cleanups;
+
+static void cleanup_int(void* data, void* value)
+{
+    (void)data;
+    nested_cleanups++;
+    free(value);
+}
+
+// forward_nested_step passes on what it received after stepvm has run C
+// code of its own during the call: the cleanup of a state variable of a
+// root the step made and frees.
+static void forward_nested_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    FutoInAsyncSteps* other = bsi->api->newInstance(bsi);
+    other->api->stateVariable(other, NULL, "nested", alloc_int, cleanup_int);
+    other->api->free(other);
+    FutoInArgs out = *args;
+    bsi->api->success(bsi, &out);
+}
+
+void ctest_forward_nested(FutoInAsyncSteps* root)
+{
+    root->api->add(root, NULL, forward_nested_step, NULL);
+}
+
+int ctest_nested_cleanups(void)
+{
+    return nested_cleanups;
+}
+
 // kept is a value keep_step holds past its call, which it must not.
 static FutoInBinaryValue kept;
 
