@@ -130,8 +130,8 @@
 // IsSameThread, wait for a Future, move a ManualClock and make Mutexes,
 // Throttles and Limiters. The rest of the Loop's methods, and every
 // AsyncSteps method, belong to its goroutine. Run, RunUntilIdle and
-// Iterate do not nest:
-// called from a step, handler or callback of the same loop, they panic
+// Iterate do not nest: called from a step, handler or callback of the
+// same loop, they panic
 // with an InternalError *Error (which fails that step's flow), and so does
 // Future.Wait of a flow not yet complete inside the callbacks of the Run
 // that drives its loop (a step hands such a wait to Await). Roots come
@@ -141,6 +141,12 @@
 // timer or Resumer left to complete it) is reclaimed too, without running
 // its cancel handlers or destroy callbacks, which went with it: its Future
 // reports InternalError, and a place it held in a Mutex goes to the next
-// flow queued. Handles (AsyncSteps values) carry generations: a stale
-// handle is detected without reading memory that another flow may own.
+// flow queued.
+//
+// What a program may keep, and for how long: handles (AsyncSteps values),
+// Resumers and Handles as long as it likes, since they carry generations
+// and a stale one is refused without reading memory another flow may own;
+// Args and a Future's result as long as it likes, since they are copies;
+// a *State only until its root's Release, after which the pool hands the
+// same State to the next root; Stack memory only until its step ends.
 package vm
