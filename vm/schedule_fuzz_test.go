@@ -16,7 +16,8 @@ import (
 //
 //   - a pass runs the posts received, then the callbacks queued when it
 //     starts (the posts' included), in order, then fires the due timers
-//     in deadline order, ties in the order they were armed;
+//     in deadline order, ties in the order they were armed; a post made
+//     by a posted callback runs in that pass or in the next, in order;
 //   - a timer set outside a pass counts from then, one set by a queued
 //     callback from the pass's reading of the clock, and one set by a
 //     timer callback from the next pass's;
@@ -80,7 +81,6 @@ type schedRun struct {
 	l       *vm.Loop
 	clk     *vm.ManualClock
 	handles []vm.Handle  // by callback id (a Post's is the zero Handle)
-	inPost  bool         // a posted callback runs: it does not post (see act)
 	elapsed int64        // ms the clock has moved forward
 	log     []schedEvent // what the loop's callbacks did, in the pass under way
 	m       schedModel
@@ -127,19 +127,9 @@ func (s *schedRun) act(op int, record func(schedEvent)) {
 		e.arg = s.next()%7 - 3 // back too: the loop's time stands still
 		s.advance(time.Duration(e.arg) * time.Millisecond)
 	case 5:
-		// A post from a posted callback may or may not be delivered by
-		// the drain under way (ringbuf.Queue.Drain): not modeled.
-		if s.inPost {
-			return
-		}
 		e.arg = len(s.handles)
 		s.handles = append(s.handles, vm.Handle{})
-		run := s.callback(e.arg)
-		e.valid = s.l.Post(func() {
-			s.inPost = true
-			defer func() { s.inPost = false }()
-			run()
-		})
+		e.valid = s.l.Post(s.callback(e.arg))
 	case 6:
 		s.l.Close() // Posts fail from now on; the rest goes on as before
 	}
@@ -198,6 +188,7 @@ type schedModel struct {
 	nextID  int
 	state   map[int]bool // callback id: still scheduled
 	posts   []int        // posted callbacks, run first in the next pass
+	posted  bool         // a Post since the last drain began: the loop has more to do
 	runq    []int        // queued Immediates, canceled ones included
 	armed   []schedTimer // by due time, then in the order armed
 	staged  []schedTimer // set by queued callbacks: armed at the pass's timer stage (due holds the delay)
@@ -253,6 +244,7 @@ func (m *schedModel) apply(e schedEvent) {
 		}
 		if e.valid {
 			m.posts = append(m.posts, e.arg)
+			m.posted = true
 		}
 	case 6:
 		m.closed = true
@@ -309,12 +301,20 @@ func (m *schedModel) replay(id int) {
 func (m *schedModel) pass() bool {
 	m.inPass = true
 	defer func() { m.inPass = false }()
-	posted := m.posts
-	m.posts = nil
-	for _, id := range posted {
-		if m.problem == "" {
-			m.replay(id)
+	// The posts received run in order. A post made by one of them may run
+	// in the same drain or wait for the next pass (ringbuf.Queue.Drain):
+	// the loop's log says which, and a post left waits with those after
+	// it, since posts arrive in order. Either way the post tells the loop
+	// it has more to do: the drain cannot know it delivered every post
+	// made since it began.
+	m.posted = false
+	for received := len(m.posts); len(m.posts) > 0 && m.problem == ""; received-- {
+		id := m.posts[0]
+		if received <= 0 && (len(m.log) == 0 || m.log[0] != (schedEvent{op: opRun, arg: id})) {
+			break
 		}
+		m.posts = m.posts[1:]
+		m.replay(id)
 	}
 	queued := m.runq
 	m.runq = nil
@@ -324,7 +324,7 @@ func (m *schedModel) pass() bool {
 		}
 	}
 	if !m.timers() {
-		return len(m.runq) > 0 || len(m.posts) > 0
+		return len(m.runq) > 0 || m.posted
 	}
 	now := m.now()
 	for _, t := range slices.Concat(m.later, m.staged) {
@@ -353,7 +353,7 @@ func (m *schedModel) pass() bool {
 			}
 		}
 	}
-	return len(m.runq) > 0 || len(m.posts) > 0 || slices.ContainsFunc(m.later, func(t schedTimer) bool { return m.state[t.id] })
+	return len(m.runq) > 0 || m.posted || slices.ContainsFunc(m.later, func(t schedTimer) bool { return m.state[t.id] })
 }
 
 // now reads the clock: the loop's time, which stands still while the
