@@ -11,9 +11,9 @@
 // side; every side checks its own result and fails the benchmark when the
 // work was not done.
 //
-// Simple and ParallelWaitLoop also have a floor variant: the least work a Go
-// step VM can do for that workload alone (see floor.go), which bounds what
-// tuning stepvm can reach.
+// Simple, ParallelWaitLoop and ErrorPath also have a floor variant: the
+// least work a Go step VM can do for that workload alone (see floor.go),
+// which bounds what tuning stepvm can reach.
 //
 // Every benchmark reports allocations and the time per unit of work (ns/flow
 // or ns/iter). ParallelWaitLoop also reports B/waitflow, the memory one

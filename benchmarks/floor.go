@@ -11,10 +11,11 @@ import (
 // floor keeps what FTN12 and stepvm's guarantees ask of every step (a
 // handle checked against its root's generation, the step's closure in a
 // GC-visible table and its instruction in pointer-free memory, a run queue,
-// a call protected against panics, implicit success, the root's memory and
-// table reset when its flow ends, bytes in use counted, a cleanup that
-// reclaims a dropped root) and nothing the workload does not exercise: no
-// parallel branches, timers, error handlers, state, Stack memory, general
+// a call protected against panics that hands an error to the step's error
+// handler, implicit success, the root's memory and table reset when its
+// flow ends, bytes in use counted, a cleanup that reclaims a dropped root)
+// and nothing the workload does not exercise: no parallel branches, levels
+// of sub-steps for an error to unwind, timers, state, Stack memory, general
 // allocation (nodes are bump-allocated, as each workload frees all of them
 // before it allocates again) or interleaving of unrelated work. Its entry
 // points are not inlined into the benchmark, as a library's API is not. A
@@ -26,10 +27,17 @@ type floorNode struct {
 	fn   uint32 // entry in its flow's table of closures, from 1
 	seq  uint32 // 0 when free: a handle names a step by it
 	next uint32 // next queued step, index+1 in the flow's nodes; 0 for none
-	_    uint32 // to 16 bytes, the arena's alignment
+	err  uint32 // entry of the step's error handler; 0 for none
 }
 
+// floorFunc is a step, or an error handler, which finds the code in the
+// flow.
 type floorFunc func(f *floorFlow, v int64)
+
+// floorError is what a step panics with to fail: FTN12's error() does not
+// return, and in Go only a panic leaves a function without returning. Like
+// stepvm's, it is made once.
+type floorError struct{ code string }
 
 // floorFlow is a root: its closures (GC-visible) and its node memory.
 type floorFlow struct {
@@ -45,9 +53,10 @@ type floorFlow struct {
 	gen   uint32 // handle generation: bumped on release
 	body  uint32 // ParallelWaitLoop: the loop body's table entry
 	run   bool
-	wait  bool  // the running step waits for an external completion
-	woken bool  // the waiting step was completed
-	arg   int64 // value passed to the next step
+	wait  bool   // the running step waits for an external completion
+	woken bool   // the waiting step was completed
+	arg   int64  // value passed to the next step
+	code  string // the error an error handler runs for
 }
 
 type floorLoop struct {
@@ -106,6 +115,17 @@ func (f *floorFlow) add(gen uint32, fn floorFunc) {
 	}
 	f.tail = k
 	f.l.inUse += int64(unsafe.Sizeof(floorNode{}))
+}
+
+// catch gives the step queued last the error handler onErr.
+//
+//go:noinline
+func (f *floorFlow) catch(gen uint32, onErr floorFunc) {
+	if onErr == nil || gen != f.gen || f.tail == 0 {
+		panic("misuse")
+	}
+	f.fns = append(f.fns, onErr)
+	f.nodes[f.tail-1].err = uint32(len(f.fns))
 }
 
 //go:noinline
@@ -182,6 +202,9 @@ func (l *floorLoop) turn(f *floorFlow) {
 	f.head = n.next
 	f.cur, f.wait = k, false
 	l.call(f.fns[n.fn-1], f, f.arg)
+	if l.fault != nil {
+		l.failed(f, n)
+	}
 	if f.wait {
 		return
 	}
@@ -199,6 +222,9 @@ func (l *floorLoop) turn(f *floorFlow) {
 func (f *floorFlow) free(k uint32) {
 	n := &f.nodes[k-1]
 	f.fns[n.fn-1] = nil
+	if n.err != 0 {
+		f.fns[n.err-1] = nil
+	}
 	for len(f.fns) > 0 && f.fns[len(f.fns)-1] == nil {
 		f.fns = f.fns[:len(f.fns)-1]
 	}
@@ -225,22 +251,44 @@ func (l *floorLoop) call(fn floorFunc, f *floorFlow, v int64) {
 	returned = true
 }
 
+// failed hands the error step n of f failed with to n's error handler,
+// which recovers by returning: implicit success, and the flow goes on
+// after the step. Any other panic stays the fault.
+func (l *floorLoop) failed(f *floorFlow, n *floorNode) {
+	e, ok := l.fault.(*floorError)
+	if !ok || n.err == 0 {
+		return
+	}
+	l.fault = nil
+	f.code = e.code
+	l.call(f.fns[n.err-1], f, 0)
+}
+
 // floorSimple is Simple's floor: per flow, a pooled root, one step added,
 // executed, run, released.
 func floorSimple(b *testing.B) {
-	l := newFloorLoop(1)
 	ran := 0
-	step := func(*floorFlow, int64) { ran++ }
+	timeFloorFlows(b, func(*floorFlow, int64) { ran++ }, nil, &ran, "steps ran")
+}
+
+// timeFloorFlows times flows of one step: a pooled root, fn added with
+// error handler onErr (nil: none), executed, run, released. fn or onErr
+// counts the flows in *done ("what" in a failure).
+func timeFloorFlows(b *testing.B, fn, onErr floorFunc, done *int, what string) {
+	l := newFloorLoop(1)
 	flow := func() {
 		f, gen := l.newFlow()
-		f.add(gen, step)
+		f.add(gen, fn)
+		if onErr != nil {
+			f.catch(gen, onErr)
+		}
 		f.execute(gen)
 		l.runUntilIdle()
 		f.release(gen)
 	}
-	timeFlows(b, flow, func() { ran = 0 })
-	if ran != b.N || l.inUse != 0 || l.fault != nil {
-		b.Fatalf("%d steps ran, want %d; %d bytes in use; fault %v", ran, b.N, l.inUse, l.fault)
+	timeFlows(b, flow, func() { *done = 0 })
+	if *done != b.N || l.inUse != 0 || l.fault != nil {
+		b.Fatalf("%d %s, want %d; %d bytes in use; fault %v", *done, what, b.N, l.inUse, l.fault)
 	}
 }
 
@@ -289,4 +337,18 @@ func floorWaitLoop(b *testing.B) {
 	if counter != -int64(b.N) || l.fault != nil {
 		b.Fatalf("counter = %d, want %d; fault %v", counter, -b.N, l.fault)
 	}
+}
+
+// floorErrorPath is ErrorPath's floor: per flow, a pooled root, one step
+// added with an error handler, executed, run, released; the step fails,
+// and its handler recovers.
+func floorErrorPath(b *testing.B) {
+	fail := &floorError{code: "E"}
+	handled := 0
+	onErr := func(f *floorFlow, _ int64) {
+		if f.code == "E" {
+			handled++
+		}
+	}
+	timeFloorFlows(b, func(*floorFlow, int64) { panic(fail) }, onErr, &handled, "errors handled")
 }

@@ -54,7 +54,7 @@ var Workloads = []Workload{
 	{Name: "Sequence", Unit: "iter", Stepvm: sequenceStepvm, Goroutines: sequenceGoroutines,
 		Variants: []Variant{{"goroutines-pull", sequencePull}}},
 	{Name: "ErrorPath", Unit: "flow", Stepvm: errorStepvm, Goroutines: errorGoroutines,
-		Variants: []Variant{{"stepvm-spawn", errorSpawn}}},
+		Variants: []Variant{{"stepvm-spawn", errorSpawn}, {"floor", floorErrorPath}}},
 	{Name: "TimeoutCancel", Unit: "flow", Stepvm: timeoutStepvm, Goroutines: timeoutGoroutines,
 		Variants: []Variant{{"stepvm-spawn", timeoutSpawn}, {"goroutines-afterfunc", timeoutAfterFunc}}},
 }
