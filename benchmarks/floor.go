@@ -31,7 +31,7 @@ type floorNode struct {
 }
 
 // floorFunc is a step, or an error handler, which finds the code in the
-// flow.
+// loop.
 type floorFunc func(f *floorFlow, v int64)
 
 // floorError is what a step panics with to fail: FTN12's error() does not
@@ -53,10 +53,9 @@ type floorFlow struct {
 	gen   uint32 // handle generation: bumped on release
 	body  uint32 // ParallelWaitLoop: the loop body's table entry
 	run   bool
-	wait  bool   // the running step waits for an external completion
-	woken bool   // the waiting step was completed
-	arg   int64  // value passed to the next step
-	code  string // the error an error handler runs for
+	wait  bool  // the running step waits for an external completion
+	woken bool  // the waiting step was completed
+	arg   int64 // value passed to the next step
 }
 
 type floorLoop struct {
@@ -64,8 +63,9 @@ type floorLoop struct {
 	runq  []*floorFlow // ring, a power of two long
 	head  int
 	n     int
-	inUse int64 // bytes of nodes in use, as arena statistics count them
-	fault any   // the last panic recovered from a step
+	inUse int64  // bytes of nodes in use, as arena statistics count them
+	fault any    // the last panic recovered from a step
+	code  string // the error the error handler being called handles
 }
 
 func newFloorLoop(size int) *floorLoop {
@@ -259,8 +259,7 @@ func (l *floorLoop) failed(f *floorFlow, n *floorNode) {
 	if !ok || n.err == 0 {
 		return
 	}
-	l.fault = nil
-	f.code = e.code
+	l.fault, l.code = nil, e.code
 	l.call(f.fns[n.err-1], f, 0)
 }
 
@@ -346,7 +345,7 @@ func floorErrorPath(b *testing.B) {
 	fail := &floorError{code: "E"}
 	handled := 0
 	onErr := func(f *floorFlow, _ int64) {
-		if f.code == "E" {
+		if f.l.code == "E" {
 			handled++
 		}
 	}
