@@ -60,10 +60,14 @@ func StackListLen(as AsyncSteps) int {
 // of their slot tables, and of their AsyncStack records and loop labels.
 func PooledTables(l *Loop) (slots, stack int) {
 	for _, r := range l.pool {
-		slots = max(slots, cap(r.slots), cap(r.freeSlots))
+		slots = max(slots, cap(r.slots))
 		if r.state != nil {
+			slots = max(slots, cap(r.state.freeHigh))
 			stack = max(stack, cap(r.state.stack), cap(r.state.labels))
 		}
 	}
 	return slots, stack
 }
+
+// SlotTableLen returns the length of the slot table of as's root.
+func SlotTableLen(as AsyncSteps) int { return len(as.r.slots) }

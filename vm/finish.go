@@ -57,13 +57,15 @@ func (l *Loop) endEpoch(r *root) {
 // with the truncation of the tables, and resetRun has no queue to free and
 // a ready root to make idle.
 func (l *Loop) endRun(r *root, b, n *Node) {
-	if n.Err != 0 || r.state != nil || len(r.slots) != len(r.freeSlots)+1 {
+	// Every slot but n's is free. (The shift count is masked to spare the
+	// compiler's code for counts past 63: n.Fn is a low slot here.)
+	if n.Err != 0 || r.state != nil || len(r.slots) > lowSlots || r.used != 1<<((n.Fn-1)&63) {
 		r.freeNode(n)
 		l.finish(r, nil, "", false)
 		return
 	}
 	r.slots[n.Fn-1] = nil
-	r.slots, r.freeSlots = r.slots[:0], r.freeSlots[:0]
+	r.slots, r.used = r.slots[:inlineSlots], 0
 	n.Seq = 0
 	if n.Wide {
 		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)

@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stepvm/stepvm/vm"
@@ -46,5 +47,50 @@ func TestWaitingLoopFootprint(t *testing.T) {
 	}
 	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
 		t.Fatalf("after Release: ArenaInUse %d, LiveRoots %d, want 0", s.ArenaInUse, s.LiveRoots)
+	}
+}
+
+// A flow that keeps more steps waiting than root.used covers and runs a
+// loop alongside reuses the slots its iterations free above them: its
+// slot table stays the size of what is in use at once, however long the
+// loop runs.
+func TestHighSlotsReused(t *testing.T) {
+	l := vm.NewLoop()
+	defer l.Close()
+	const waiting, rounds = 80, 1000
+	root := l.NewSteps()
+	var held []vm.AsyncSteps
+	iterations := 0
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		p := as.Parallel()
+		for range waiting {
+			p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+				as.WaitExternal()
+				held = append(held, as)
+			})
+		}
+		p.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.Repeat(rounds, func(as vm.AsyncSteps, _ int) {
+				as.Add(func(vm.AsyncSteps, vm.Args) { iterations++ }, func(vm.AsyncSteps, string) {})
+			})
+		})
+	})
+	f := root.Promise()
+	l.RunUntilIdle()
+	if iterations != rounds || len(held) != waiting {
+		t.Fatalf("%d iterations and %d steps waiting, want %d and %d", iterations, len(held), rounds, waiting)
+	}
+	// Each iteration's step and handler took two slots above the low ones
+	// and gave them back; the table holds the waiting steps, the branches'
+	// and the loop's, and no more than a few of those.
+	if n := vm.SlotTableLen(root); n > waiting+10 {
+		t.Errorf("slot table of %d entries after %d iterations, want at most %d", n, rounds, waiting+10)
+	}
+	for _, h := range held {
+		h.Success()
+	}
+	l.RunUntilIdle()
+	if _, err := f.Wait(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -128,7 +128,7 @@ const DefaultRootPool = 1 << 15
 
 // WithRootPool sets how many released roots the loop keeps for reuse. A
 // burst of more concurrent flows than that allocates new roots afterwards;
-// a pooled root holds 176 bytes plus its arena's first chunks. A root
+// a pooled root holds 144 bytes plus its arena's first chunks. A root
 // released into a full pool is dropped, and its arena memory returns when
 // the garbage collector finds it (stale handles may still reach it until
 // then).

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"math/bits"
 	"runtime"
 	"unsafe"
 	"weak"
@@ -25,21 +26,20 @@ const (
 type root struct {
 	// What every step touches comes first, to keep a flow's turn to few
 	// cache lines when thousands of flows take turns.
-	slots     []any    // Go values of the steps, by Node.Fn and Node.Err: see slot
-	freeSlots []uint32 // slots not in use, which are nil; all when len(slots) == len(freeSlots)
-	seq       uint32   // last Node.Seq handed out
+	slots []any // Go values of the steps, by Node.Fn and Node.Err: see slot
+	// used has bit i-1 set when slot i (at most lowSlots) is in use; a
+	// slot not in use is nil. Free slots above lowSlots are listed in
+	// state.freeHigh. A bitmap, not a list, keeps the root in a smaller
+	// size class. The table is never shorter than slotBuf, so that the
+	// first steps' puts take bits, not appends.
+	used uint64
+	seq  uint32 // last Node.Seq handed out
 	// runEpoch changes whenever the flow ends: it invalidates the step
 	// handles and queued tasks of that run without touching arena memory.
 	// rootEpoch changes on Release: it invalidates every handle.
 	runEpoch  uint32
 	rootEpoch uint32
 
-	// a holds the flow's nodes and Stack memory. What must outlive the
-	// root (for the GC cleanup that returns an unreleased root's memory)
-	// is in the arena's off-heap header, named by a.Ref().
-	a arena.Arena
-
-	l       *Loop
 	status  uint8
 	spawned bool
 	// teardown tells what tears the flow down on the Go stack now: Release
@@ -50,21 +50,23 @@ type root struct {
 	// another step's handle is refused, and in a destroy callback Cancel
 	// and Release wait for the next turn (see destroyStack).
 	teardown uint8
-	// freeBuf is the first backing array of freeSlots, next to the flags
-	// to fill their word: while slots is slotBuf, at most inlineSlots
-	// slots can be free.
-	freeBuf [inlineSlots]uint32
+
+	// a holds the flow's nodes and Stack memory. What must outlive the
+	// root (for the GC cleanup that returns an unreleased root's memory)
+	// is in the arena's off-heap header, named by a.Ref().
+	a arena.Arena
+
+	l *Loop
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
-	// Foreign a stand-in root dispatches to), which keeps the root at 176
-	// bytes. (Its run's Stack allocations are listed in its threads'
-	// bases, and its arena's larger free-list heads in arena memory: see
-	// threadBase and arena.Arena.)
+	// Foreign a stand-in root dispatches to, free slots above lowSlots),
+	// which keeps the root at 144 bytes. (Its run's Stack allocations are
+	// listed in its threads' bases, and its arena's larger free-list heads
+	// in arena memory: see threadBase and arena.Arena.)
 	state *State
 
-	// The first backing array of slots (and freeBuf, of freeSlots): a flow
-	// of a few steps, such as one waiting in a loop, needs no other heap
-	// object.
+	// The first backing array of slots: a flow of a few steps, such as one
+	// waiting in a loop, needs no other heap object.
 	slotBuf [inlineSlots]any
 }
 
@@ -78,6 +80,9 @@ const (
 
 // inlineSlots is the length of a root's first slot table.
 const inlineSlots = 3
+
+// lowSlots is how many slots root.used covers.
+const lowSlots = 64
 
 // pooledSlots is the most slots a released root keeps room for in the
 // pool (1 KiB of table), far more than a flow of a few steps needs.
@@ -112,7 +117,7 @@ func (l *Loop) newRoot() *root {
 		return r
 	}
 	r := &root{l: l}
-	r.slots, r.freeSlots = r.slotBuf[:0], r.freeBuf[:0]
+	r.slots = r.slotBuf[:]
 	r.a.Init(l.acct)
 	r.a.SetMark(markLive)
 	// The cleanup's argument is the root's arena memory alone, which must
@@ -228,14 +233,16 @@ func (r *root) resetRun() {
 	if r.status == rootReady {
 		r.status = rootIdle
 	}
-	if len(r.slots) != len(r.freeSlots) { // else every slot is free, hence nil
+	if r.used != 0 || len(r.slots) > lowSlots { // else every slot is free, hence nil
 		clear(r.slots)
 		if r.state != nil {
 			clear(r.state.labels)
 		}
 	}
-	r.slots = r.slots[:0]
-	r.freeSlots = r.freeSlots[:0]
+	r.slots, r.used = r.slots[:inlineSlots], 0
+	if r.state != nil {
+		r.state.freeHigh = r.state.freeHigh[:0]
+	}
 	if !r.a.Settled() {
 		r.a.Reset()
 	}
@@ -243,16 +250,30 @@ func (r *root) resetRun() {
 
 // put stores v in a free slot and returns its number.
 func (r *root) put(v any) uint32 {
-	// takeEntry's logic, written out: this is every Add's path, and
-	// appending v itself saves the generic version's zero entry and
-	// second store (8 instructions per step by callgrind).
-	if k := len(r.freeSlots); k > 0 {
-		i := r.freeSlots[k-1]
-		r.freeSlots = r.freeSlots[:k-1]
-		r.slots[i-1] = v
-		return i
+	// The lowest free slot of the table up to lowSlots (i is lowSlots
+	// when every one of those is in use); addExec spells this out.
+	if i := bits.TrailingZeros64(^r.used); i < len(r.slots) && i < lowSlots {
+		r.used |= 1 << i
+		r.slots[i] = v
+		return uint32(i + 1)
+	}
+	return r.putMore(v)
+}
+
+// putMore is put when no slot of the table up to lowSlots is free.
+func (r *root) putMore(v any) uint32 {
+	if r.state != nil {
+		if high := r.state.freeHigh; len(high) > 0 {
+			i := high[len(high)-1]
+			r.state.freeHigh = high[:len(high)-1]
+			r.slots[i-1] = v
+			return i
+		}
 	}
 	r.slots = append(r.slots, v)
+	if i := len(r.slots); i <= lowSlots {
+		r.used |= 1 << (i - 1)
+	}
 	if len(r.slots) == inlineSlots+1 {
 		// The table has just moved out of slotBuf (or did in an earlier
 		// run): the values copied from there must not stay behind, where
@@ -275,7 +296,12 @@ func (r *root) freeSlot(i uint32) {
 		if r.state != nil && i < uint32(len(r.state.labels)) {
 			r.state.labels[i] = ""
 		}
-		r.freeSlots = append(r.freeSlots, i)
+		if i <= lowSlots {
+			r.used &^= 1 << ((i - 1) & 63) // masked: see endRun
+		} else {
+			st := r.st()
+			st.freeHigh = append(st.freeHigh, i)
+		}
 	}
 }
 

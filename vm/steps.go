@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/stepvm/stepvm/opcodes"
@@ -383,7 +384,14 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 		o := n.Ops()
 		o.A, o.B = a, b
 	}
-	n.Fn = r.put(fn)
+	// put, spelled out for its common case (put is too large to inline).
+	if i := bits.TrailingZeros64(^r.used); i < len(r.slots) && i < lowSlots {
+		r.used |= 1 << i
+		r.slots[i] = fn
+		n.Fn = uint32(i + 1)
+	} else {
+		n.Fn = r.putMore(fn)
+	}
 	if eh != nil {
 		n.Err = r.put(eh)
 	}
@@ -772,7 +780,7 @@ func (as AsyncSteps) Release() {
 		// A pooled root keeps no table that one large run grew: the pool
 		// would hold it for good, for every root it keeps. The run's end
 		// has emptied both tables.
-		r.slots, r.freeSlots = r.slotBuf[:0], r.freeBuf[:0]
+		r.slots = r.slotBuf[:]
 	}
 	if len(l.pool) < l.poolMax {
 		// A pooled root keeps markLive (newRoot's, or its run's end's) for
