@@ -44,7 +44,7 @@ func TableSizes(l *Loop) [6]int {
 }
 
 // SlotsInUse reports the length of the slot table of the root as names.
-func SlotsInUse(as AsyncSteps) int { return len(as.r.slots) }
+func SlotsInUse(as AsyncSteps) int { return as.r.slotCount() }
 
 // StackListLen reports how many Stack allocations are on the list the end
 // of as's frame looks through: its thread's. -1 for a handle of no frame.
@@ -60,14 +60,12 @@ func StackListLen(as AsyncSteps) int {
 // of their slot tables, and of their AsyncStack records and loop labels.
 func PooledTables(l *Loop) (slots, stack int) {
 	for _, r := range l.pool {
-		slots = max(slots, cap(r.slots))
+		if r.more != nil {
+			slots = max(slots, inlineSlots+cap(r.more.tab), cap(r.more.freeHigh))
+		}
 		if r.state != nil {
-			slots = max(slots, cap(r.state.freeHigh))
 			stack = max(stack, cap(r.state.stack), cap(r.state.labels))
 		}
 	}
 	return slots, stack
 }
-
-// SlotTableLen returns the length of the slot table of as's root.
-func SlotTableLen(as AsyncSteps) int { return len(as.r.slots) }

@@ -59,13 +59,16 @@ func (l *Loop) endEpoch(r *root) {
 func (l *Loop) endRun(r *root, b, n *Node) {
 	// Every slot but n's is free. (The shift count is masked to spare the
 	// compiler's code for counts past 63: n.Fn is a low slot here.)
-	if n.Err != 0 || r.state != nil || len(r.slots) > lowSlots || r.used != 1<<((n.Fn-1)&63) {
+	if n.Err != 0 || r.state != nil || r.slotCount() > lowSlots || r.used != 1<<((n.Fn-1)&63) {
 		r.freeNode(n)
 		l.finish(r, nil, "", false)
 		return
 	}
-	r.slots[n.Fn-1] = nil
-	r.slots, r.used = r.slots[:inlineSlots], 0
+	r.setSlot(n.Fn, nil)
+	r.used = 0
+	if m := r.more; m != nil {
+		m.tab = m.tab[:0]
+	}
 	n.Seq = 0
 	if n.Wide {
 		r.a.Recycle(unsafe.Pointer(n), opcodes.WideSize)

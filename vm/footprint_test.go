@@ -83,7 +83,7 @@ func TestHighSlotsReused(t *testing.T) {
 	// Each iteration's step and handler took two slots above the low ones
 	// and gave them back; the table holds the waiting steps, the branches'
 	// and the loop's, and no more than a few of those.
-	if n := vm.SlotTableLen(root); n > waiting+10 {
+	if n := vm.SlotsInUse(root); n > waiting+10 {
 		t.Errorf("slot table of %d entries after %d iterations, want at most %d", n, rounds, waiting+10)
 	}
 	for _, h := range held {

@@ -128,7 +128,7 @@ const DefaultRootPool = 1 << 15
 
 // WithRootPool sets how many released roots the loop keeps for reuse. A
 // burst of more concurrent flows than that allocates new roots afterwards;
-// a pooled root holds 144 bytes plus its arena's first chunks. A root
+// a pooled root holds 128 bytes plus its arena's first chunks. A root
 // released into a full pool is dropped, and its arena memory returns when
 // the garbage collector finds it (stale handles may still reach it until
 // then).
@@ -260,7 +260,7 @@ type callback struct {
 	gen     uint32
 	kind    uint8
 	tm      wheel.Timer // Deferred, or cbFrame's timeout; zero if none
-	cancel  uint32      // cbFrame: the cancel handler's slot in r.slots
+	cancel  uint32      // cbFrame: the cancel handler's slot in its root
 	resumer uint32      // cbFrame: the Resumer slot (opcodes.FlagResumer)
 }
 

@@ -22,16 +22,16 @@ const (
 )
 
 // root is one flow: the Go side of an AsyncSteps root. Its steps and frames
-// are Nodes in mem's arena; the Go values they need are in slots.
+// are Nodes in its arena; the Go values they need are in its slots.
 type root struct {
 	// What every step touches comes first, to keep a flow's turn to few
 	// cache lines when thousands of flows take turns.
-	slots []any // Go values of the steps, by Node.Fn and Node.Err: see slot
+	//
 	// used has bit i-1 set when slot i (at most lowSlots) is in use; a
-	// slot not in use is nil. Free slots above lowSlots are listed in
-	// state.freeHigh. A bitmap, not a list, keeps the root in a smaller
-	// size class. The table is never shorter than slotBuf, so that the
-	// first steps' puts take bits, not appends.
+	// slot not in use is nil. Slots 1 to inlineSlots are slotBuf, the
+	// others more's table, where free slots above lowSlots are listed. A
+	// bitmap, not a list, and the table beyond slotBuf in an object of its
+	// own keep the root at 128 bytes: two cache lines.
 	used uint64
 	seq  uint32 // last Node.Seq handed out
 	// runEpoch changes whenever the flow ends: it invalidates the step
@@ -59,15 +59,24 @@ type root struct {
 	l *Loop
 	// state is allocated on first use: most flows never touch it. It also
 	// holds the root's rarely used parts (its Future, loop labels, the
-	// Foreign a stand-in root dispatches to, free slots above lowSlots),
-	// which keeps the root at 144 bytes. (Its run's Stack allocations are
-	// listed in its threads' bases, and its arena's larger free-list heads
-	// in arena memory: see threadBase and arena.Arena.)
+	// Foreign a stand-in root dispatches to). (Its run's Stack allocations
+	// are listed in its threads' bases, and its arena's larger free-list
+	// heads in arena memory: see threadBase and arena.Arena.)
 	state *State
+	// more holds the slots after slotBuf, made when a run first has more
+	// than inlineSlots in use at once; a pooled root keeps it unless it
+	// grew past pooledSlots.
+	more *slotTable
 
-	// The first backing array of slots: a flow of a few steps, such as one
-	// waiting in a loop, needs no other heap object.
+	// Slots 1 to inlineSlots: a flow of a few steps, such as one waiting
+	// in a loop, needs no other heap object.
 	slotBuf [inlineSlots]any
+}
+
+// slotTable holds a root's slots after slotBuf.
+type slotTable struct {
+	tab      []any    // slot inlineSlots+1 onwards
+	freeHigh []uint32 // free slots above lowSlots (root.used has the others)
 }
 
 // Bits of root.teardown.
@@ -117,7 +126,6 @@ func (l *Loop) newRoot() *root {
 		return r
 	}
 	r := &root{l: l}
-	r.slots = r.slotBuf[:]
 	r.a.Init(l.acct)
 	r.a.SetMark(markLive)
 	// The cleanup's argument is the root's arena memory alone, which must
@@ -233,15 +241,18 @@ func (r *root) resetRun() {
 	if r.status == rootReady {
 		r.status = rootIdle
 	}
-	if r.used != 0 || len(r.slots) > lowSlots { // else every slot is free, hence nil
-		clear(r.slots)
+	if r.used != 0 || r.slotCount() > lowSlots { // else every slot is free, hence nil
+		r.slotBuf = [inlineSlots]any{}
+		if m := r.more; m != nil {
+			clear(m.tab)
+		}
 		if r.state != nil {
 			clear(r.state.labels)
 		}
 	}
-	r.slots, r.used = r.slots[:inlineSlots], 0
-	if r.state != nil {
-		r.state.freeHigh = r.state.freeHigh[:0]
+	r.used = 0
+	if m := r.more; m != nil {
+		m.tab, m.freeHigh = m.tab[:0], m.freeHigh[:0]
 	}
 	if !r.a.Settled() {
 		r.a.Reset()
@@ -250,57 +261,80 @@ func (r *root) resetRun() {
 
 // put stores v in a free slot and returns its number.
 func (r *root) put(v any) uint32 {
-	// The lowest free slot of the table up to lowSlots (i is lowSlots
-	// when every one of those is in use); addExec spells this out.
-	if i := bits.TrailingZeros64(^r.used); i < len(r.slots) && i < lowSlots {
+	// The lowest free slot, if it is in slotBuf; addExec spells this out.
+	if i := bits.TrailingZeros64(^r.used); i < inlineSlots {
 		r.used |= 1 << i
-		r.slots[i] = v
+		r.slotBuf[i] = v
 		return uint32(i + 1)
 	}
 	return r.putMore(v)
 }
 
-// putMore is put when no slot of the table up to lowSlots is free.
+// putMore is put when no slot of slotBuf is free.
 func (r *root) putMore(v any) uint32 {
-	if r.state != nil {
-		if high := r.state.freeHigh; len(high) > 0 {
-			i := high[len(high)-1]
-			r.state.freeHigh = high[:len(high)-1]
-			r.slots[i-1] = v
-			return i
-		}
+	m := r.more
+	if m == nil {
+		m = new(slotTable)
+		r.more = m
 	}
-	r.slots = append(r.slots, v)
-	if i := len(r.slots); i <= lowSlots {
+	// The lowest free slot up to lowSlots (i is lowSlots when every one
+	// of those is in use), if the table has it.
+	if i := bits.TrailingZeros64(^r.used); i < inlineSlots+len(m.tab) && i < lowSlots {
+		r.used |= 1 << i
+		m.tab[i-inlineSlots] = v
+		return uint32(i + 1)
+	}
+	if high := m.freeHigh; len(high) > 0 {
+		i := high[len(high)-1]
+		m.freeHigh = high[:len(high)-1]
+		m.tab[i-1-inlineSlots] = v
+		return i
+	}
+	m.tab = append(m.tab, v)
+	i := inlineSlots + len(m.tab)
+	if i <= lowSlots {
 		r.used |= 1 << (i - 1)
 	}
-	if len(r.slots) == inlineSlots+1 {
-		// The table has just moved out of slotBuf (or did in an earlier
-		// run): the values copied from there must not stay behind, where
-		// nothing would clear them, for the rest of the run and, since
-		// the table never moves back, of the root's life.
-		r.slotBuf = [inlineSlots]any{}
+	return uint32(i)
+}
+
+// slotCount returns the length of r's slot table.
+func (r *root) slotCount() int {
+	if r.more == nil {
+		return inlineSlots
 	}
-	return uint32(len(r.slots))
+	return inlineSlots + len(r.more.tab)
 }
 
 // slot returns the value in slot i, which must not be 0. Slots are
-// numbered from 1, so that a Node's 0 names none, and slot i is
-// slots[i-1]: reserving slots[0] for none would cost every root an entry
-// of slotBuf, 16 bytes.
-func (r *root) slot(i uint32) any { return r.slots[i-1] }
+// numbered from 1, so that a Node's 0 names none: reserving a slot for
+// none would cost every root an entry of slotBuf, 16 bytes.
+func (r *root) slot(i uint32) any {
+	if i <= inlineSlots {
+		return r.slotBuf[i-1]
+	}
+	return r.more.tab[i-1-inlineSlots]
+}
+
+// setSlot stores v in slot i, which is in use.
+func (r *root) setSlot(i uint32, v any) {
+	if i <= inlineSlots {
+		r.slotBuf[i-1] = v
+	} else {
+		r.more.tab[i-1-inlineSlots] = v
+	}
+}
 
 func (r *root) freeSlot(i uint32) {
 	if i != 0 {
-		r.slots[i-1] = nil
+		r.setSlot(i, nil)
 		if r.state != nil && i < uint32(len(r.state.labels)) {
 			r.state.labels[i] = ""
 		}
 		if i <= lowSlots {
 			r.used &^= 1 << ((i - 1) & 63) // masked: see endRun
 		} else {
-			st := r.st()
-			st.freeHigh = append(st.freeHigh, i)
+			r.more.freeHigh = append(r.more.freeHigh, i)
 		}
 	}
 }

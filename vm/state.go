@@ -20,7 +20,6 @@ type State struct {
 	future    *Future  // settled when the run ends (Promise)
 	futureNum uint32   // future's number in its loop's futureTable
 	labels    []string // loop labels by slot number
-	freeHigh  []uint32 // free slots above lowSlots (root.used has the others)
 	foreign   Foreign  // non-nil: the root is a stand-in for a foreign flow (foreign.go)
 	misused   bool     // the root's set-up was misused: its next run fails (misuseIdle)
 	// shrunk: a variable was Unset while more than pooledSlots were set.
@@ -135,7 +134,6 @@ func (s *State) reset() {
 	if cap(s.labels) > pooledSlots {
 		s.labels = nil
 	}
-	s.freeHigh = nil // a table of more than lowSlots slots is not pooled
 }
 
 // copyMissing copies the variables of m that s lacks (CopyFrom).

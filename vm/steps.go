@@ -385,9 +385,9 @@ func (as AsyncSteps) addExec(fn ExecFunc, eh ErrorFunc, a, b uint64) AsyncSteps 
 		o.A, o.B = a, b
 	}
 	// put, spelled out for its common case (put is too large to inline).
-	if i := bits.TrailingZeros64(^r.used); i < len(r.slots) && i < lowSlots {
+	if i := bits.TrailingZeros64(^r.used); i < inlineSlots {
 		r.used |= 1 << i
-		r.slots[i] = fn
+		r.slotBuf[i] = fn
 		n.Fn = uint32(i + 1)
 	} else {
 		n.Fn = r.putMore(fn)
@@ -664,7 +664,7 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 	n.Flags |= opcodes.FlagWait
 	e := r.extOf(n)
 	if e.cancel != 0 {
-		r.slots[e.cancel-1] = fn
+		r.setSlot(e.cancel, fn)
 		return
 	}
 	e.cancel = r.put(fn)
@@ -776,11 +776,11 @@ func (as AsyncSteps) Release() {
 	}
 	r.spawned = false
 	l.roots--
-	if cap(r.slots) > pooledSlots {
+	if r.more != nil && inlineSlots+cap(r.more.tab) > pooledSlots {
 		// A pooled root keeps no table that one large run grew: the pool
 		// would hold it for good, for every root it keeps. The run's end
-		// has emptied both tables.
-		r.slots = r.slotBuf[:]
+		// has emptied it.
+		r.more = nil
 	}
 	if len(l.pool) < l.poolMax {
 		// A pooled root keeps markLive (newRoot's, or its run's end's) for

@@ -6,14 +6,14 @@ import (
 )
 
 // The records a waiting flow is made of keep their sizes: a run-queue
-// entry is one cache line, a root fits the 144-byte size class (README,
+// entry is one cache line, a root fits the 128-byte size class, two cache lines (README,
 // Memory).
 func TestRecordSizes(t *testing.T) {
 	if s := unsafe.Sizeof(task{}); s != 64 {
 		t.Errorf("task is %d bytes, want 64", s)
 	}
-	if s := unsafe.Sizeof(root{}); s > 144 {
-		t.Errorf("root is %d bytes, want at most 144", s)
+	if s := unsafe.Sizeof(root{}); s > 128 {
+		t.Errorf("root is %d bytes, want at most 128", s)
 	}
 }
 
