@@ -51,6 +51,11 @@
 //     the next pass, so a chain of zero delays takes one pass per link
 //     (and a timer set between those two passes, due as early, fires
 //     before it).
+//   - A pass first runs the callbacks posted since the last one, in the
+//     order posted, then the work queued when it began (what they queued
+//     included). A Post made by a posted callback runs in the same pass
+//     or the next, still in order, and the pass reports more work either
+//     way (Iterate, RunUntilIdle).
 //
 // # Errors
 //
