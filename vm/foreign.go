@@ -200,12 +200,8 @@ func foreignTarget(f Foreign, what string) {
 }
 
 // foreignRunning serves the methods that reach running with a foreign
-// handle: WaitExternal, whose dispatch is there to keep it inlinable.
+// handle (Resumer, Stack), which a foreign flow does not support.
 func foreignRunning(f Foreign, what string) {
-	if what == "WaitExternal" {
-		f.WaitExternal()
-		return
-	}
 	f.Misuse(what + " is not supported on a foreign flow")
 }
 

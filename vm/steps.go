@@ -565,7 +565,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 func (as AsyncSteps) running(what string) (*Node, bool) {
 	n, ok := as.frame()
 	if !ok || n.Op.IsLoop() || n.Op == opcodes.OpParallel {
-		if f := as.foreign(); f != nil { // WaitExternal's dispatch: it stays inlinable
+		if f := as.foreign(); f != nil {
 			foreignRunning(f, what)
 			return nil, false
 		}
@@ -674,9 +674,14 @@ func (as AsyncSteps) SetCancel(fn CancelFunc) {
 // Error is called on it (FTN12 1.6). Where it may be called is as for
 // SetTimeout.
 func (as AsyncSteps) WaitExternal() {
-	if n, ok := as.running("WaitExternal"); ok {
-		n.Flags |= opcodes.FlagWait
+	n, ok := as.configurable()
+	if !ok {
+		if f := as.unconfigurable("WaitExternal"); f != nil {
+			f.WaitExternal()
+		}
+		return
 	}
+	n.Flags |= opcodes.FlagWait
 }
 
 // Execute starts a root (FTN12 2.2.3). The first step runs in a later turn
