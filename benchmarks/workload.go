@@ -48,7 +48,7 @@ var Workloads = []Workload{
 	{Name: "Simple", Unit: "flow", Stepvm: simpleStepvm, Goroutines: simpleGoroutines,
 		Variants: []Variant{{"stepvm-spawn", simpleSpawn}, {"floor", floorSimple}}},
 	{Name: "Parallel", Unit: "flow", Stepvm: parallelStepvm, Goroutines: parallelGoroutines,
-		Variants: []Variant{{"stepvm-spawn", parallelSpawn}}},
+		Variants: []Variant{{"stepvm-spawn", parallelSpawn}, {"stepvm-300flows", withBatch(300, parallelStepvm)}}},
 	{Name: "ParallelWaitLoop", Unit: "iter", Stepvm: waitLoopStepvm, Goroutines: waitLoopGoroutines,
 		Variants: []Variant{{"stepvm-300flows", withBatch(300, waitLoopStepvm)}, {"floor", floorWaitLoop}}},
 	{Name: "Sequence", Unit: "iter", Stepvm: sequenceStepvm, Goroutines: sequenceGoroutines,
