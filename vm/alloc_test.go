@@ -170,6 +170,55 @@ func TestZeroAllocParallel(t *testing.T) {
 	})
 }
 
+// Flows with more steps at once than a root's own slot table holds run on
+// tables the loop lends and takes back: a model of 100 steps cloned per
+// flow, a Parallel of 100 branches, and eight such flows at once.
+func TestZeroAllocManySlots(t *testing.T) {
+	const steps = 100
+	l := vm.NewLoop()
+	model := emptyModel(l, steps)
+	var roots [8]vm.AsyncSteps
+	assertNoAllocs(t, "a clone of a model of 100 steps", 10, func() { runClones(l, model, roots[:1]) })
+	assertNoAllocs(t, "eight clones of the model at once", 10, func() { runClones(l, model, roots[:]) })
+	wide := func(as vm.AsyncSteps, _ vm.Args) {
+		p := as.Parallel()
+		for range steps {
+			p.Add(emptyStep)
+		}
+	}
+	assertNoAllocs(t, "Parallel of 100 branches", 10, func() {
+		l.Spawn(wide)
+		l.RunUntilIdle()
+	})
+	model.Release()
+	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
+		t.Fatalf("stats after the runs: %+v", s)
+	}
+}
+
+// emptyModel returns a root of n empty steps, never executed, to clone.
+func emptyModel(l *vm.Loop, n int) vm.AsyncSteps {
+	model := l.NewSteps()
+	for range n {
+		model.Add(emptyStep)
+	}
+	return model
+}
+
+// runClones runs len(roots) clones of model at once, to their end, and
+// releases them.
+func runClones(l *vm.Loop, model vm.AsyncSteps, roots []vm.AsyncSteps) {
+	for i := range roots {
+		roots[i] = l.NewSteps()
+		roots[i].CopyFrom(model)
+		roots[i].Execute()
+	}
+	l.RunUntilIdle()
+	for _, as := range roots {
+		as.Release()
+	}
+}
+
 func TestZeroAllocPostFromAnotherGoroutine(t *testing.T) {
 	l := vm.NewLoop()
 	fn := func() { sink++ }

@@ -69,3 +69,7 @@ func PooledTables(l *Loop) (slots, stack int) {
 	}
 	return slots, stack
 }
+
+// SpareSlots reports the capacity, in slots, of the slot tables l keeps to
+// lend to runs with many slots in use at once.
+func SpareSlots(l *Loop) int { return l.spareCap }

@@ -67,7 +67,7 @@ func (l *Loop) endRun(r *root, b, n *Node) {
 	r.setSlot(n.Fn, nil)
 	r.used = 0
 	if m := r.more; m != nil {
-		m.tab = m.tab[:0]
+		r.emptySlots(m)
 	}
 	n.Seq = 0
 	if n.Wide {

@@ -94,3 +94,49 @@ func TestHighSlotsReused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The slot tables a loop keeps to lend to runs with many steps at once
+// (TestZeroAllocManySlots) are bounded: at most 1,024 pooled roots' worth
+// of slots (64 each), none of them a table of more than 1,024 slots, and
+// none at all for a loop that pools no roots. The roots in the pool keep
+// no more than their own 64.
+func TestSpareSlotTablesBounded(t *testing.T) {
+	const budget = 1024 * 64
+	run := func(l *vm.Loop, flows, steps int) {
+		model := emptyModel(l, steps)
+		runClones(l, model, make([]vm.AsyncSteps, flows))
+		model.Release()
+	}
+
+	l := vm.NewLoop()
+	defer l.Close()
+	run(l, 2000, 100) // each lent a table of 128: twice the budget in all
+	kept := vm.SpareSlots(l)
+	if kept == 0 || kept > budget {
+		t.Fatalf("the loop keeps %d slots of tables, want some and at most %d", kept, budget)
+	}
+	if slots, _ := vm.PooledTables(l); slots > 64 {
+		t.Fatalf("a pooled root keeps room for %d slots, want at most 64", slots)
+	}
+	l2 := vm.NewLoop()
+	defer l2.Close()
+	run(l2, 1, 5000)
+	if n := vm.SpareSlots(l2); n != 0 {
+		t.Fatalf("the loop keeps a table of %d slots from a run of 5,000 steps, want none", n)
+	}
+	run(l2, 1, 500) // the model's table and its clone's
+	if n := vm.SpareSlots(l2); n == 0 || n > 2*1024 {
+		t.Fatalf("the loop keeps %d slots from a run of 500 steps, want two tables of at most 1,024", n)
+	}
+	l3 := vm.NewLoop(vm.WithRootPool(0))
+	defer l3.Close()
+	run(l3, 10, 100)
+	if n := vm.SpareSlots(l3); n != 0 {
+		t.Fatalf("a loop that pools no roots keeps %d slots of tables, want none", n)
+	}
+	for _, l := range []*vm.Loop{l, l2, l3} {
+		if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
+			t.Fatalf("stats after the runs: %+v", s)
+		}
+	}
+}

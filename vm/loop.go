@@ -78,6 +78,12 @@ type Loop struct {
 	roots   int64          // live roots: created and neither released nor collected
 	running int64          // roots executing now
 
+	// spare holds the slot tables that runs with more slots in use than a
+	// root's own table takes were lent (see lendSlots), spareCap their
+	// capacity in slots.
+	spare    []*slotTable
+	spareCap int
+
 	// Interpreter registers.
 	cur      uintptr // rootID of the root whose thread is being dispatched; 0: none
 	curTh    uintptr // frameID of that thread's base

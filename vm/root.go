@@ -64,8 +64,8 @@ type root struct {
 	// heads in arena memory: see threadBase and arena.Arena.)
 	state *State
 	// more holds the slots after slotBuf, made when a run first has more
-	// than inlineSlots in use at once; a pooled root keeps it unless it
-	// grew past pooledSlots.
+	// than inlineSlots in use at once, and kept when pooled: the root's own
+	// table, or during a run, one the loop lent it (see lendSlots).
 	more *slotTable
 
 	// Slots 1 to inlineSlots: a flow of a few steps, such as one waiting
@@ -77,6 +77,10 @@ type root struct {
 type slotTable struct {
 	tab      []any    // slot inlineSlots+1 onwards
 	freeHigh []uint32 // free slots above lowSlots (root.used has the others)
+	// home is the root's own table while the run has one the loop lent it
+	// (lendSlots), which goes back at the run's end (emptySlots); nil in
+	// a root's own table.
+	home *slotTable
 }
 
 // Bits of root.teardown.
@@ -94,8 +98,18 @@ const inlineSlots = 3
 const lowSlots = 64
 
 // pooledSlots is the most slots a released root keeps room for in the
-// pool (1 KiB of table), far more than a flow of a few steps needs.
+// pool (1 KiB of table), far more than a flow of a few steps needs. A run
+// with more in use at once than the root's own table takes is lent a
+// larger table by the loop (lendSlots).
 const pooledSlots = 64
+
+// maxLentSlots is the capacity of the largest slot table a loop keeps to
+// lend again, and spareRoots the number of pooled roots' worth of tables
+// (pooledSlots each) it keeps at most: 1 MiB of tables by default.
+const (
+	maxLentSlots = 1024
+	spareRoots   = 1024
+)
 
 // Marks of a root's arena (arena.Arena.SetMark): whether the root is
 // counted in its loop's roots, and in its running roots, which the cleanup
@@ -252,11 +266,54 @@ func (r *root) resetRun() {
 	}
 	r.used = 0
 	if m := r.more; m != nil {
-		m.tab, m.freeHigh = m.tab[:0], m.freeHigh[:0]
+		r.emptySlots(m)
 	}
 	if !r.a.Settled() {
 		r.a.Reset()
 	}
+}
+
+// emptySlots empties m, r's slot table, whose slots are all nil: a table
+// the loop lent goes back to it, and the root has its own again.
+func (r *root) emptySlots(m *slotTable) {
+	m.tab, m.freeHigh = m.tab[:0], m.freeHigh[:0]
+	if m.home != nil {
+		r.more, m.home = m.home, nil
+		r.l.keepSpare(m)
+	}
+}
+
+// lendSlots returns a table for a run whose slots outgrow own, its root's
+// own table, with own's slots moved to it: one kept from an earlier run
+// if the loop has one, else a new one. Flows with many steps at once (a
+// wide Parallel, a long model cloned per request) then allocate no table
+// per run, while a pooled root keeps no more than pooledSlots.
+func (l *Loop) lendSlots(own *slotTable) *slotTable {
+	var m *slotTable
+	if k := len(l.spare); k > 0 {
+		m = l.spare[k-1]
+		l.spare[k-1] = nil
+		l.spare = l.spare[:k-1]
+		l.spareCap -= cap(m.tab)
+	} else {
+		m = &slotTable{tab: make([]any, 0, pooledSlots)}
+	}
+	m.tab = append(m.tab, own.tab...) // a lent table has room for more than own holds
+	clear(own.tab)
+	own.tab = own.tab[:0]
+	m.home = own
+	return m
+}
+
+// keepSpare keeps m, an empty table lent to a run, to lend again, unless
+// it is larger than maxLentSlots or the loop keeps enough already.
+func (l *Loop) keepSpare(m *slotTable) {
+	c := cap(m.tab)
+	if c > maxLentSlots || l.spareCap+c > min(l.poolMax, spareRoots)*pooledSlots {
+		return
+	}
+	l.spare = append(l.spare, m)
+	l.spareCap += c
 }
 
 // put stores v in a free slot and returns its number.
@@ -289,6 +346,10 @@ func (r *root) putMore(v any) uint32 {
 		m.freeHigh = high[:len(high)-1]
 		m.tab[i-1-inlineSlots] = v
 		return i
+	}
+	if len(m.tab) == cap(m.tab) && m.home == nil && inlineSlots+2*cap(m.tab) > pooledSlots {
+		m = r.l.lendSlots(m) // the root's own table would grow past what a pooled root keeps
+		r.more = m
 	}
 	m.tab = append(m.tab, v)
 	i := inlineSlots + len(m.tab)

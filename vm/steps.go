@@ -781,12 +781,6 @@ func (as AsyncSteps) Release() {
 	}
 	r.spawned = false
 	l.roots--
-	if r.more != nil && inlineSlots+cap(r.more.tab) > pooledSlots {
-		// A pooled root keeps no table that one large run grew: the pool
-		// would hold it for good, for every root it keeps. The run's end
-		// has emptied it.
-		r.more = nil
-	}
 	if len(l.pool) < l.poolMax {
 		// A pooled root keeps markLive (newRoot's, or its run's end's) for
 		// newRoot: the pool keeps it reachable, so its cleanup, the mark's
