@@ -52,6 +52,24 @@ func BenchmarkFFISimple(b *testing.B) {
 	}
 }
 
+// BenchmarkCgo is what cgo itself costs on the machine, the floor of a C
+// step: a call into an empty C function, and a call into C that calls
+// back into an empty Go function. A Simple flow with a C step makes two
+// calls into C (adding the step, running it) and one back into Go (the
+// add).
+func BenchmarkCgo(b *testing.B) {
+	b.Run("call", func(b *testing.B) {
+		for b.Loop() {
+			ctest.Nop()
+		}
+	})
+	b.Run("callback", func(b *testing.B) {
+		for b.Loop() {
+			ctest.Callback()
+		}
+	})
+}
+
 // BenchmarkFFIStepOverhead measures the cost of a C step over a Go step:
 // flows of 100 steps copied from a model, so that each iteration only runs
 // steps. The difference of the ns/step metrics is the C call overhead per

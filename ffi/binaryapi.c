@@ -19,33 +19,33 @@ static _Thread_local uint32_t stepvm_cur;
         stepvm_cur = saved;         \
     } while (0)
 
-void stepvm_call_exec(FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps* bsi,
+void stepvm_call_exec(FutoInAsyncSteps_execute_callback f, uintptr_t bsi,
         uintptr_t data, const FutoInArgs* args, uint32_t loop)
 {
-    CALL(f(bsi, (void*)data, args));
+    CALL(f((FutoInAsyncSteps*)bsi, (void*)data, args));
 }
 
-void stepvm_call_error(FutoInAsyncSteps_error_callback f, FutoInAsyncSteps* bsi,
+void stepvm_call_error(FutoInAsyncSteps_error_callback f, uintptr_t bsi,
         uintptr_t data, const char* code, uint32_t loop)
 {
-    CALL(f(bsi, (void*)data, code));
+    CALL(f((FutoInAsyncSteps*)bsi, (void*)data, code));
 }
 
-void stepvm_call_cancel(FutoInAsyncSteps_cancel_callback f, FutoInAsyncSteps* bsi,
+void stepvm_call_cancel(FutoInAsyncSteps_cancel_callback f, uintptr_t bsi,
         uintptr_t data, uint32_t loop)
 {
-    CALL(f(bsi, (void*)data));
+    CALL(f((FutoInAsyncSteps*)bsi, (void*)data));
 }
 
-void stepvm_call_loop(stepvm_loop_fn f, FutoInAsyncSteps* bsi, uintptr_t data, uint32_t loop)
+void stepvm_call_loop(stepvm_loop_fn f, uintptr_t bsi, uintptr_t data, uint32_t loop)
 {
-    CALL(f(bsi, (void*)data));
+    CALL(f((FutoInAsyncSteps*)bsi, (void*)data));
 }
 
-void stepvm_call_repeat(stepvm_repeat_fn f, FutoInAsyncSteps* bsi, uintptr_t data,
+void stepvm_call_repeat(stepvm_repeat_fn f, uintptr_t bsi, uintptr_t data,
         size_t i, uint32_t loop)
 {
-    CALL(f(bsi, (void*)data, i));
+    CALL(f((FutoInAsyncSteps*)bsi, (void*)data, i));
 }
 
 void stepvm_call_cb(stepvm_cb_fn f, uintptr_t data, uint32_t loop)
@@ -71,10 +71,10 @@ void stepvm_call_stack_cleanup(stepvm_stack_cleanup_fn f, void* value, uint32_t 
     CALL(f(value));
 }
 
-void stepvm_call_sync(stepvm_sync_fn f, FutoInAsyncSteps* bsi, FutoInSync* sync,
+void stepvm_call_sync(stepvm_sync_fn f, uintptr_t bsi, uintptr_t sync,
         uint32_t loop)
 {
-    CALL(f(bsi, sync));
+    CALL(f((FutoInAsyncSteps*)bsi, (FutoInSync*)sync));
 }
 
 void stepvm_cleanup_value(const FutoInType* type, uint64_t u, uintptr_t custom_data,

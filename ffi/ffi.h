@@ -59,23 +59,26 @@ extern const FutoInArgs stepvm_no_args;
  *
  * C data pointers cross into Go as uintptr_t: C code may store any integer
  * in a void*, and Go must never hold a value that is not a valid pointer in
- * a pointer type (the runtime checks stacks for such values).
+ * a pointer type (the runtime checks stacks for such values). The records
+ * (FutoInAsyncSteps, FutoInSync) cross from Go as uintptr_t too: they live
+ * in memory Go does not manage, and as pointers to structures with pointers
+ * each call would check that they are not Go pointers.
  */
-void stepvm_call_exec(FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps* bsi,
+void stepvm_call_exec(FutoInAsyncSteps_execute_callback f, uintptr_t bsi,
         uintptr_t data, const FutoInArgs* args, uint32_t loop);
-void stepvm_call_error(FutoInAsyncSteps_error_callback f, FutoInAsyncSteps* bsi,
+void stepvm_call_error(FutoInAsyncSteps_error_callback f, uintptr_t bsi,
         uintptr_t data, const char* code, uint32_t loop);
-void stepvm_call_cancel(FutoInAsyncSteps_cancel_callback f, FutoInAsyncSteps* bsi,
+void stepvm_call_cancel(FutoInAsyncSteps_cancel_callback f, uintptr_t bsi,
         uintptr_t data, uint32_t loop);
-void stepvm_call_loop(stepvm_loop_fn f, FutoInAsyncSteps* bsi, uintptr_t data, uint32_t loop);
-void stepvm_call_repeat(stepvm_repeat_fn f, FutoInAsyncSteps* bsi, uintptr_t data,
+void stepvm_call_loop(stepvm_loop_fn f, uintptr_t bsi, uintptr_t data, uint32_t loop);
+void stepvm_call_repeat(stepvm_repeat_fn f, uintptr_t bsi, uintptr_t data,
         size_t i, uint32_t loop);
 void stepvm_call_cb(stepvm_cb_fn f, uintptr_t data, uint32_t loop);
 uintptr_t stepvm_call_alloc(stepvm_alloc_fn f, uintptr_t data, uint32_t loop);
 void stepvm_call_state_cleanup(stepvm_state_cleanup_fn f, uintptr_t data, uintptr_t value,
         uint32_t loop);
 void stepvm_call_stack_cleanup(stepvm_stack_cleanup_fn f, void* value, uint32_t loop);
-void stepvm_call_sync(stepvm_sync_fn f, FutoInAsyncSteps* bsi, FutoInSync* sync,
+void stepvm_call_sync(stepvm_sync_fn f, uintptr_t bsi, uintptr_t sync,
         uint32_t loop);
 /* stepvm_cleanup_value runs the cleanup of a value rebuilt from its fields. */
 void stepvm_cleanup_value(const FutoInType* type, uint64_t u, uintptr_t custom_data,

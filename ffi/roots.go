@@ -271,7 +271,7 @@ func rootEnded(as vm.AsyncSteps, code string) {
 	ccode := C.CString(code)
 	defer C.free(unsafe.Pointer(ccode))
 	s := ls.enter(vm.AsyncSteps{})
-	C.stepvm_call_error(ueh, ri.record(), data, ccode, ls.id)
+	C.stepvm_call_error(ueh, recordArg(ri.record()), data, ccode, ls.id)
 	ls.leave(s) // the run has ended: there is nothing to raise into
 }
 

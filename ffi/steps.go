@@ -26,6 +26,13 @@ func execStep(as vm.AsyncSteps, args vm.Args) {
 	runStep(as, &args, *(*C.FutoInAsyncSteps_execute_callback)(unsafe.Pointer(&w.A)), C.uintptr_t(w.B))
 }
 
+// recordArg passes the record bsi, which lives in arena memory, to C as
+// an integer: as a pointer to a structure with pointers, it would cost each
+// call cgo's check that it is no Go pointer (about 130 instructions).
+func recordArg(bsi *C.FutoInAsyncSteps) C.uintptr_t {
+	return C.uintptr_t(uintptr(unsafe.Pointer(bsi)))
+}
+
 // syncStep returns the Go step running the C step f inside a sync.
 func syncStep(f C.FutoInAsyncSteps_execute_callback, data C.uintptr_t) vm.ExecFunc {
 	return func(as vm.AsyncSteps, args vm.Args) { runStep(as, &args, f, data) }
@@ -38,7 +45,7 @@ func runStep(as vm.AsyncSteps, args *vm.Args, f C.FutoInAsyncSteps_execute_callb
 	s := ls.enter(as)
 	objs := len(ls.lentObjs)
 	ca, size := ls.cArgs(args)
-	C.stepvm_call_exec(f, bsi, data, ca, ls.id)
+	C.stepvm_call_exec(f, recordArg(bsi), data, ca, ls.id)
 	ls.unlend(unsafe.Pointer(ca), size)
 	ls.settleStep(s, objs)
 }
@@ -69,7 +76,7 @@ func errorHandler(eh C.FutoInAsyncSteps_error_callback, data C.uintptr_t) vm.Err
 		bsi := bindFrame(ls, as)
 		ccode := ls.lendString(code)
 		s := ls.enter(as)
-		C.stepvm_call_error(eh, bsi, data, ccode, ls.id)
+		C.stepvm_call_error(eh, recordArg(bsi), data, ccode, ls.id)
 		ls.unlend(unsafe.Pointer(ccode), len(code)+1)
 		ls.settle(s)
 	}
@@ -81,7 +88,7 @@ func loopBody(f C.stepvm_loop_fn, data C.uintptr_t) func(vm.AsyncSteps) {
 		ls := loopOf(as.Tool())
 		bsi := bindFrame(ls, as)
 		s := ls.enter(as)
-		C.stepvm_call_loop(f, bsi, data, ls.id)
+		C.stepvm_call_loop(f, recordArg(bsi), data, ls.id)
 		ls.settle(s)
 	}
 }
@@ -92,7 +99,7 @@ func repeatBody(f C.stepvm_repeat_fn, data C.uintptr_t) func(vm.AsyncSteps, int)
 		ls := loopOf(as.Tool())
 		bsi := bindFrame(ls, as)
 		s := ls.enter(as)
-		C.stepvm_call_repeat(f, bsi, data, C.size_t(i), ls.id)
+		C.stepvm_call_repeat(f, recordArg(bsi), data, C.size_t(i), ls.id)
 		ls.settle(s)
 	}
 }
@@ -109,7 +116,7 @@ func cancelHandler(ch C.FutoInAsyncSteps_cancel_callback, data C.uintptr_t, e *e
 			bsi = bindFrame(ls, as)
 		}
 		s := ls.enter(as)
-		C.stepvm_call_cancel(ch, bsi, data, ls.id)
+		C.stepvm_call_cancel(ch, recordArg(bsi), data, ls.id)
 		ls.settle(s)
 	}
 }

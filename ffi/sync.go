@@ -200,7 +200,7 @@ func (cs cSync) call(as vm.AsyncSteps, f C.stepvm_sync_fn) any {
 	ls := loopOf(as.Tool())
 	bsi := bindFrame(ls, as)
 	s := ls.enter(as)
-	C.stepvm_call_sync(f, bsi, cs.p, ls.id)
+	C.stepvm_call_sync(f, recordArg(bsi), C.uintptr_t(uintptr(unsafe.Pointer(cs.p))), ls.id)
 	p := ls.leave(s)
 	return p
 }

@@ -33,3 +33,15 @@ void ctest_add_nops(FutoInAsyncSteps* bsi, int n)
         bsi->api->add(bsi, 0, nop, 0);
     }
 }
+
+// ctest_nop does nothing: the cost of a call from Go into C.
+void ctest_nop(void)
+{
+}
+
+// ctest_callback calls back into an empty Go function: a call from Go into
+// C that calls into Go.
+void ctest_callback(void)
+{
+    ctestGoNop();
+}

@@ -90,6 +90,9 @@ int ctest_late_done(void);
 void ctest_add_nop(FutoInAsyncSteps* bsi);
 void ctest_add_nop_success(FutoInAsyncSteps* bsi);
 void ctest_add_nops(FutoInAsyncSteps* bsi, int n);
+void ctest_nop(void);
+void ctest_callback(void);
+void ctestGoNop(void); /* callback.go */
 
 /* reentry.c */
 FutoInAsyncSteps* ctest_reentry(FutoInAsyncSteps* host, int where, int what);
