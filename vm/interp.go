@@ -196,7 +196,10 @@ func (l *Loop) runThread(t *task) {
 			l.cont = contNone
 			l.pushFlow(r, th, l.argsNxt)
 		case contSame:
-			continue // stepSync's section, now, with the values its step received
+			// stepSync's section, now, with the values its step received:
+			// part of the OpSync step's round, so it takes no budget.
+			budget++
+			continue
 		}
 		break
 	}

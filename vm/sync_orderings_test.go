@@ -501,3 +501,40 @@ func TestSyncSectionReleasesAndReusesItsRoot(t *testing.T) {
 		}
 	}
 }
+
+// A Sync section entered at once is part of its step's turn: it takes none
+// of the turns a flow may run on without going through the queue. A loop
+// of uncontended Syncs runs as many iterations before a completion another
+// flow was posted reaches it as a loop of plain steps does.
+func TestSyncSectionTakesNoInlineTurn(t *testing.T) {
+	iterationsBefore := func(body func(as vm.AsyncSteps, step vm.ExecFunc)) int {
+		l := vm.NewLoop()
+		defer l.Close()
+		count, seen := 0, -1
+		other := l.NewSteps()
+		other.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			as.WaitExternal()
+			as.Resumer().Success() // posted: it reaches the flow in a later pass
+		}).Add(func(vm.AsyncSteps, vm.Args) { seen = count })
+		other.Execute()
+		looping := l.NewSteps()
+		looping.Loop(func(as vm.AsyncSteps) {
+			if seen >= 0 {
+				as.Break()
+			}
+			body(as, func(vm.AsyncSteps, vm.Args) { count++ })
+		})
+		looping.Execute()
+		l.RunUntilIdle()
+		if seen < 0 {
+			t.Fatal("the posted completion never ran its flow's next step")
+		}
+		return seen
+	}
+	mu := vm.NewMutex(1, 0)
+	plain := iterationsBefore(func(as vm.AsyncSteps, step vm.ExecFunc) { as.Add(step) })
+	synced := iterationsBefore(func(as vm.AsyncSteps, step vm.ExecFunc) { as.Sync(mu, step) })
+	if plain < 2 || synced != plain {
+		t.Fatalf("%d iterations of Syncs ran before the completion, %d of plain steps; want as many", synced, plain)
+	}
+}
