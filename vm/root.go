@@ -105,7 +105,8 @@ const pooledSlots = 64
 
 // maxLentSlots is the capacity of the largest slot table a loop keeps to
 // lend again, and spareRoots the number of pooled roots' worth of tables
-// (pooledSlots each) it keeps at most: 1 MiB of tables by default.
+// (pooledSlots each) it keeps at most: 1 MiB of slots by default, and the
+// lists of free slots above lowSlots that came with them.
 const (
 	maxLentSlots = 1024
 	spareRoots   = 1024
