@@ -32,6 +32,7 @@ type ManualClock struct {
 	// moves counts the Advances, raised after now moves and before the
 	// loops are roused: see Loop.Run.
 	moves atomic.Uint64
+	reads uint64 // Now calls, under mu: tests tell from them when a loop read the clock
 }
 
 // NewManualClock returns a clock reading start.
@@ -41,6 +42,7 @@ func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: sta
 func (c *ManualClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.reads++
 	return c.now
 }
 

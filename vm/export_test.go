@@ -73,3 +73,10 @@ func PooledTables(l *Loop) (slots, stack int) {
 // SpareSlots reports the capacity, in slots, of the slot tables l keeps to
 // lend to runs with many slots in use at once.
 func SpareSlots(l *Loop) int { return l.spareCap }
+
+// ClockReads reports how many times c has been read.
+func ClockReads(c *ManualClock) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}

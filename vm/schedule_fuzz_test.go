@@ -86,11 +86,13 @@ type schedRun struct {
 	m       schedModel
 }
 
-// schedEvent is a callback run (op < 0: callback id arg ran) or one of its
-// actions (an op of act, its argument, and IsValid's or Post's answer).
+// schedEvent is a callback run (op < 0: callback id arg ran, after reads
+// readings of the clock) or one of its actions (an op of act, its
+// argument, and IsValid's or Post's answer).
 type schedEvent struct {
 	op, arg int
 	valid   bool
+	reads   uint64
 }
 
 const opRun = -1
@@ -144,7 +146,7 @@ func (s *schedRun) advance(d time.Duration) {
 // callback returns callback id, which does up to two things.
 func (s *schedRun) callback(id int) func() {
 	return func() {
-		s.log = append(s.log, schedEvent{op: opRun, arg: id})
+		s.log = append(s.log, schedEvent{op: opRun, arg: id, reads: vm.ClockReads(s.clk)})
 		record := func(e schedEvent) { s.log = append(s.log, e) }
 		for n := s.next() % 3; n > 0; n-- {
 			s.act(s.next(), record)
@@ -306,11 +308,18 @@ func (m *schedModel) pass() bool {
 	// the loop's log says which, and a post left waits with those after
 	// it, since posts arrive in order. Either way the post tells the loop
 	// it has more to do: the drain cannot know it delivered every post
-	// made since it began.
+	// made since it began. A post that ran after the clock was read again
+	// ran in a later pass, even when nothing else ran in between: the pass
+	// that read it had timers, and those set before the reading count from
+	// it. (The loop reads the clock in no callback of a pass.)
 	m.posted = false
+	var reads uint64
+	if len(m.log) > 0 {
+		reads = m.log[0].reads
+	}
 	for received := len(m.posts); len(m.posts) > 0 && m.problem == ""; received-- {
 		id := m.posts[0]
-		if received <= 0 && (len(m.log) == 0 || m.log[0] != (schedEvent{op: opRun, arg: id})) {
+		if received <= 0 && (len(m.log) == 0 || m.log[0] != (schedEvent{op: opRun, arg: id, reads: reads})) {
 			break
 		}
 		m.posts = m.posts[1:]
