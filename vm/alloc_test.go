@@ -170,6 +170,26 @@ func TestZeroAllocParallel(t *testing.T) {
 	})
 }
 
+// SuccessStep's values live in a buffer the loop keeps for the next
+// SuccessStep once its step has run, in a flow and in clones of a model.
+func TestZeroAllocSuccessStep(t *testing.T) {
+	l := vm.NewLoop()
+	use := func(as vm.AsyncSteps, a vm.Args) { sink += a.Int(0) + int64(len(a.String(1))) }
+	step := func(as vm.AsyncSteps, _ vm.Args) {
+		as.SuccessStep(vm.Int(1), vm.Str("one"))
+		as.Add(use)
+	}
+	assertNoAllocs(t, "SuccessStep inside a step", 10, func() {
+		l.Spawn(step)
+		l.RunUntilIdle()
+	})
+	model := l.NewSteps()
+	model.SuccessStep(vm.Int(2), vm.Str("two")).Add(use)
+	var roots [2]vm.AsyncSteps
+	assertNoAllocs(t, "clones of a model with a SuccessStep", 10, func() { runClones(l, model, roots[:]) })
+	model.Release()
+}
+
 // Flows with more steps at once than a root's own slot table holds run on
 // tables the loop lends and takes back: a model of 100 steps cloned per
 // flow, a Parallel of 100 branches, and eight such flows at once.

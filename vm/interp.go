@@ -171,7 +171,10 @@ func (l *Loop) runThread(t *task) {
 				l.after(r, th, thSeq, as, p)
 			case opcodes.OpSuccess:
 				vals, _ := r.slot(n.Fn).(*argBuf)
-				l.complete(r, th, n, vals)
+				l.complete(r, th, n, vals) // which copies the values it passes on
+				if vals != nil {
+					l.giveSuccessBuf(vals)
+				}
 			case opcodes.OpParallel:
 				l.startParallel(r, th, n)
 			case opcodes.OpLoop:

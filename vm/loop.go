@@ -100,7 +100,10 @@ type Loop struct {
 	// one (see spillArgs); spillFree lists its unused entries.
 	spill     []argBuf
 	spillFree []uint32
-	pend      pending // what the in-flight unwinding panic carries
+	// succBufs holds the value buffers of SuccessStep steps that ran, for
+	// the next ones (see takeSuccessBuf).
+	succBufs []*argBuf
+	pend     pending // what the in-flight unwinding panic carries
 	// raised is what the call of frame raisedIn last panicked with for the
 	// VM to act on (Error, Break, Continue, a misuse report), kept until
 	// that call returns (takeRaised): a function that recovers it and goes

@@ -332,3 +332,48 @@ func TestSemCloneModelRootReusedFromClone(t *testing.T) {
 	again.Release()
 	semClean(t, l)
 }
+
+// A SuccessStep's values are its own in every copy: the buffer a clone's
+// step gives back to the loop once it has run, and another SuccessStep
+// takes and fills, is not the model's, nor another clone's, whether the
+// model waits to be cloned or is itself running.
+func TestSemCloneSuccessStepValuesAreOwn(t *testing.T) {
+	l, _ := semLoop()
+	model := l.NewSteps()
+	model.SuccessStep(vm.Int(7), vm.Str("seven"))
+	check := func(f *vm.Future, want int64) {
+		t.Helper()
+		args := semOK(t, f)
+		if args.Int(0) != want || args.Len() != 2 {
+			t.Fatalf("a flow ended with %d and %d values, want %d and 2", args.Int(0), args.Len(), want)
+		}
+	}
+	for i := range 3 {
+		c := model.Clone()
+		other := l.NewSteps()
+		other.SuccessStep(vm.Int(int64(100+i)), vm.Str("other"))
+		f, g := c.Promise(), other.Promise()
+		l.RunUntilIdle()
+		check(f, 7)
+		check(g, int64(100+i))
+		c.Release()
+		other.Release()
+	}
+	// A clone of a root whose run has not reached its SuccessStep yet.
+	running := l.NewSteps()
+	running.Add(func(as vm.AsyncSteps, _ vm.Args) {})
+	running.SuccessStep(vm.Int(8), vm.Str("eight"))
+	f := running.Promise()
+	c := running.Clone()
+	g := c.Promise()
+	l.RunUntilIdle()
+	check(f, 8)
+	check(g, 8)
+	again := model.Clone()
+	h := again.Promise()
+	l.RunUntilIdle()
+	check(h, 7)
+	for _, as := range []vm.AsyncSteps{running, c, again, model} {
+		as.Release()
+	}
+}

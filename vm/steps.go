@@ -436,11 +436,36 @@ func (as AsyncSteps) SuccessStep(vals ...Value) AsyncSteps {
 	}
 	r := as.r
 	n := r.newNode(opcodes.OpSuccess)
-	b := new(argBuf)
+	b := r.l.takeSuccessBuf()
 	b.set(vals)
 	n.Fn = r.put(b)
 	push(q, n)
 	return as
+}
+
+// maxSuccessBufs bounds the value buffers a loop keeps for SuccessStep.
+const maxSuccessBufs = 256
+
+// takeSuccessBuf returns an empty buffer for the values of a SuccessStep
+// step: one a step that ran gave back, or a new one. A step's buffer is
+// its own (copyQueue copies a model's), so the step gives it back once it
+// has run (giveSuccessBuf); one whose step never runs goes with the step.
+func (l *Loop) takeSuccessBuf() *argBuf {
+	if k := len(l.succBufs); k > 0 {
+		b := l.succBufs[k-1]
+		l.succBufs[k-1] = nil
+		l.succBufs = l.succBufs[:k-1]
+		return b
+	}
+	return new(argBuf)
+}
+
+// giveSuccessBuf takes back the buffer of a SuccessStep step that has run.
+func (l *Loop) giveSuccessBuf(b *argBuf) {
+	b.clear()
+	if len(l.succBufs) < maxSuccessBufs {
+		l.succBufs = append(l.succBufs, b)
+	}
 }
 
 // Sync adds a step that runs fn inside obj's critical section (FTN12
@@ -875,7 +900,17 @@ func (r *root) copyQueue(q *Node, m *root, from *Node) {
 	for k := from.Head; k != 0; {
 		s := at(k)
 		c := r.allocNode(s.Op, s.Wide)
-		c.Fn = r.copySlot(m, s.Fn)
+		if s.Op == opcodes.OpSuccess {
+			// A buffer of its own: a step gives its buffer back once it has
+			// run, and the model (or its own run) may still use this one.
+			own := r.l.takeSuccessBuf()
+			if b, ok := m.slot(s.Fn).(*argBuf); ok {
+				own.copyFrom(b)
+			}
+			c.Fn = r.put(own)
+		} else {
+			c.Fn = r.copySlot(m, s.Fn)
+		}
 		c.Err = r.copySlot(m, s.Err)
 		if s.Wide {
 			*c.Ops() = *s.Ops()
