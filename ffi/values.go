@@ -480,7 +480,13 @@ func array(base uint8, u *uint64, length uint32) (vm.Value, int, string) {
 	case C.FTN_TYPE_UINT8:
 		return vm.Bytes(C.GoBytes(p, C.int(n))), dispCopied, ""
 	case C.FTN_TYPE_BOOL:
-		v = slices.Clone(unsafe.Slice((*bool)(p), n))
+		// C's bytes are read as such: a byte other than 0 or 1 copied into
+		// a bool would be true and false at once to compiled Go.
+		bs := make([]bool, n)
+		for i, c := range unsafe.Slice((*byte)(p), n) {
+			bs[i] = c != 0
+		}
+		v = bs
 	case C.FTN_TYPE_INT8:
 		v = slices.Clone(unsafe.Slice((*int8)(p), n))
 	case C.FTN_TYPE_INT16:

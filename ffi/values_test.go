@@ -45,6 +45,7 @@ func TestValuesFromC(t *testing.T) {
 		{2, []want{{vm.KindUint, uint64(18000000000000000000)}, {vm.KindFloat, 1.5}, {vm.KindFloat, -2.75}}, 3},
 		{3, []want{{vm.KindString, "utf-8 ✓"}, {vm.KindString, "héllo 😀"}, {vm.KindString, "wörld 🚀"}, {vm.KindString, ""}}, 4},
 		{4, []want{{vm.KindBytes, []byte{0, 1, 2, 255}}, {vm.KindAny, []int32{-1, 2, -3}}, {vm.KindAny, []float64{0.5, -2.25}}, {vm.KindAny, []bool{true, false, true}}}, 4},
+		{6, []want{{vm.KindAny, []bool{true, false, true}}, {vm.KindBool, true}}, 2},
 	} {
 		ctest.ResetCleanups()
 		got := captureFrom(t, func(root vm.AsyncSteps) { ctest.Emit(ffi.Binary(root), tc.group) })

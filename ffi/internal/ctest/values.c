@@ -69,6 +69,7 @@ static const uint8_t bytes[] = {0, 1, 2, 255};
 static const int32_t ints[] = {-1, 2, -3};
 static const double doubles[] = {0.5, -2.25};
 static const bool bools[] = {true, false, true};
+static const uint8_t odd_bools[] = {2, 0, 255}; // BOOL bytes C may hold: any non-zero is true
 
 // emit_step succeeds with a group of values; data selects the group.
 static void emit_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
@@ -105,6 +106,10 @@ static void emit_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
         out.arg1.type = &t_a_i32, out.arg1.p = ints, out.arg1.length = 3;
         out.arg2.type = &t_a_d, out.arg2.p = doubles, out.arg2.length = 2;
         out.arg3.type = &t_a_bool, out.arg3.p = bools, out.arg3.length = 3;
+        break;
+    case 6: // BOOL bytes other than 0 and 1
+        out.arg0.type = &t_a_bool, out.arg0.p = odd_bools, out.arg0.length = 3;
+        out.arg1.type = &t_bool, out.arg1.u8 = 2;
         break;
     case 5: // a custom object, and a hole before it
         out.arg1.type = &t_obj;
