@@ -130,7 +130,7 @@ func stepvmSuccess(bsi *C.FutoInAsyncSteps, args *C.FutoInArgs, cur C.uint32_t) 
 		ls = e.ls // its goroutine, which runs no C call
 	}
 	var vals [vm.MaxArgs]vm.Value
-	n, bad := fromC(ls, args, &vals)
+	n, bad := fromC(ls, e.ls.res, args, &vals)
 	if bad != "" {
 		c.fail("success: " + bad)
 		return
@@ -158,30 +158,34 @@ func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 		ls = &loopState{res: e.ls.res}
 	}
 	var vals [vm.MaxArgs]vm.Value
-	n, bad := fromC(ls, args, &vals)
+	n, bad := fromC(ls, e.ls.res, args, &vals)
 	if bad != "" {
 		c.failAway(e, gen, res, "success: "+bad)
 		return
 	}
+	// A refused success takes its values all the same: the custom objects
+	// among them are released at once, here or on the loop.
 	if res != (vm.Resumer{}) { // finishAway's common case, without its closure
-		res.Success(vals[:n]...)
+		if !res.Success(vals[:n]...) {
+			releaseObjects(ls, vals[:n])
+		}
 		return
 	}
 	late := vals // the closure's own copy: vals stays on the stack
 	e.finishAway(gen, res, func(r vm.Resumer) {
 		if !r.Success(late[:n]...) {
-			releaseObjects(late[:n]) // refused on the loop: success takes its values all the same
+			releaseObjects(e.ls, late[:n])
 		}
 	})
 }
 
 // releaseObjects releases the custom objects among vals, which no step
-// took: on the loop's goroutine.
-func releaseObjects(vals []vm.Value) {
+// took, for ls, the loop whose goroutine calls it.
+func releaseObjects(ls *loopState, vals []vm.Value) {
 	for _, v := range vals {
 		if v.Kind() == vm.KindAny {
 			if o, ok := v.Any().(*Object); ok {
-				o.Release()
+				o.st.releaseIn(ls)
 			}
 		}
 	}

@@ -98,8 +98,10 @@
 // Values: integers as Int or Uint, floats as Float, strings of any width as
 // UTF-8 Str (a length of 0 means NUL-terminated; a NUL before the length is
 // an error), UINT8 arrays as Bytes and other arrays as Any of a Go slice,
-// all copied, their cleanup run at once; custom objects become Any(*Object),
-// whose cleanup runs exactly once. success takes the values: it empties the
+// all copied, their cleanup run at once (a BOOL, alone or in an array, is
+// true when its byte is not 0); custom objects become Any(*Object), owned
+// by the loop of the step they complete, whose cleanup runs exactly once.
+// success takes the values: it empties the
 // caller's FutoInArgs, also when it is refused (a NULL or stale record, as
 // of a completion that comes after the step timed out; a call ignored
 // after handle_error) or fails on a value it cannot read, and then runs

@@ -3,6 +3,7 @@
 package ffi_test
 
 import (
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -230,4 +231,105 @@ func TestLentObjectPassedToAnotherLoopsThread(t *testing.T) {
 	if n := ctest.Cleanups(); n != 1 {
 		t.Fatalf("%d cleanups, want 1", n)
 	}
+}
+
+// A second success from another thread through the record of a step that
+// waited, after the first completed it, is refused: the custom object it
+// passes is released at once, on the calling thread, not left to the
+// collector.
+func TestSecondSuccessFromAfarReleasesItsObject(t *testing.T) {
+	l, _ := newLoop()
+	root := l.NewSteps()
+	ctest.AddWait(ffi.Binary(root))
+	f := root.Promise()
+	l.RunUntilIdle()
+	rec := ctest.Waiting()
+	taken := make(chan bool)
+	go func() { taken <- ctest.CompleteObject(rec, rec) && ctest.CompleteObject(rec, rec) }()
+	if !<-taken {
+		t.Fatal("success left an object to C")
+	}
+	if n := ctest.CleanupsOf(ctest.LastObject()); n != 1 {
+		t.Fatalf("the refused object's cleanup ran %d times, want once", n)
+	}
+	l.RunUntilIdle()
+	if _, err := result(t, f); err != nil {
+		t.Fatal(err)
+	}
+	root.Release()
+}
+
+// A C step of loop B completes a waiting step of loop A, run by another
+// goroutine, with a new custom object, and A's next C step returns without
+// passing it on: A releases it, on A's goroutine and for A. It used to
+// belong to B and enter B's call state from A's goroutine while B ran C
+// steps (a data race under -race).
+func TestObjectMadeByAnotherLoopReleasedByItsReceiver(t *testing.T) {
+	la, _ := newLoop()
+	ra := la.NewSteps()
+	ctest.AddWait(ffi.Binary(ra))
+	ctest.AddNop(ffi.Binary(ra)) // lent the object, which it does not pass on
+	fa := ra.Promise()
+	la.RunUntilIdle()
+	lb := vm.NewLoop()
+	rb := lb.NewSteps()
+	ctest.AddRefusedSuccess(ffi.Binary(rb), ctest.RefusedThroughTarget, ctest.Waiting())
+	ctest.AddNops(ffi.Binary(rb), 20000) // B runs C steps meanwhile
+	fb := rb.Promise()
+	errb := make(chan error)
+	go func() { errb <- runFor(lb, fb) }()
+	for {
+		la.RunUntilIdle()
+		select {
+		case <-fa.Done():
+		default:
+			runtime.Gosched()
+			continue
+		}
+		break
+	}
+	if err := <-errb; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := result(t, fa); err != nil {
+		t.Fatal(err)
+	}
+	if n := ctest.CleanupsOf(ctest.LastObject()); n != 1 {
+		t.Fatalf("the object's cleanup ran %d times, want once", n)
+	}
+	ra.Release()
+	rb.Release()
+	lb.Close()
+}
+
+// Object.Release called on a goroutine other than its loop's runs the
+// cleanup for no loop: it must not enter the loop's call state, which the
+// loop's goroutine is using to run C steps (a data race under -race).
+func TestObjectReleasedOffItsLoop(t *testing.T) {
+	l, _ := newLoop()
+	root := l.NewSteps()
+	ctest.AddObjectThread(ffi.Binary(root))
+	got := make(chan *ffi.Object, 1)
+	root.Add(func(_ vm.AsyncSteps, args vm.Args) {
+		o, _ := args.Get(0).Any().(*ffi.Object)
+		got <- o
+	})
+	ctest.AddNops(ffi.Binary(root), 20000)
+	f := root.Promise()
+	released := make(chan uint32)
+	go func() {
+		o := <-got
+		obj := ctest.LastObject()
+		if o != nil {
+			o.Release()
+		}
+		released <- obj
+	}()
+	if err := runFor(l, f); err != nil {
+		t.Fatal(err)
+	}
+	if n := ctest.CleanupsOf(<-released); n != 1 {
+		t.Fatalf("the object's cleanup ran %d times, want once", n)
+	}
+	root.Release()
 }

@@ -60,7 +60,7 @@ func (ls *loopState) settleStep(s callSave, objs int) {
 		lo := ls.lentObjs[i]
 		ls.lentObjs[i] = lentObj{}
 		if !lo.passed {
-			lo.o.Release()
+			lo.o.st.releaseIn(ls) // which may be another loop's Object
 		}
 	}
 	ls.lentObjs = ls.lentObjs[:objs]

@@ -63,7 +63,8 @@ func (o *Object) Data() uintptr { return o.st.custom }
 func (o *Object) Len() uint32 { return o.st.length }
 
 // Release runs the object's cleanup, unless it has already run. Call it on
-// the loop's goroutine.
+// the goroutine of the loop whose flow received the object; called on any
+// other, the cleanup runs for no loop.
 func (o *Object) Release() { o.st.release() }
 
 // take claims the object's cleanup: it reports whether one is to run.
@@ -76,16 +77,30 @@ func (st *objState) cleanup(loop C.uint32_t) {
 	C.stepvm_cleanup_value(st.typ, C.uint64_t(st.u), C.uintptr_t(st.custom), C.uint32_t(st.length), loop)
 }
 
-// release runs the cleanup on the loop's goroutine.
+// release runs the cleanup for the object's loop when called on its
+// goroutine, and for none elsewhere (or once the loop has been collected):
+// another goroutine must not enter the loop's call state.
 func (st *objState) release() {
 	if !st.take() {
 		return
 	}
-	ls := st.res.ls.Value()
-	if ls == nil { // the loop has been collected: the cleanup runs for none
-		st.cleanup(0)
+	if ls := st.res.ls.Value(); ls != nil && !ls.elsewhere() {
+		st.runFor(ls)
 		return
 	}
+	st.cleanup(0)
+}
+
+// releaseIn runs the cleanup for ls, the loop whose goroutine calls it,
+// which need not be the object's own: a C step of one loop may pass an
+// object to a step of another.
+func (st *objState) releaseIn(ls *loopState) {
+	if st.take() {
+		st.runFor(ls)
+	}
+}
+
+func (st *objState) runFor(ls *loopState) {
 	s := ls.enter(vm.AsyncSteps{})
 	st.cleanup(ls.id)
 	ls.leave(s) // a cleanup has no flow to fail
@@ -122,8 +137,9 @@ func orphaned(st *objState) {
 // releaseOrphans runs the cleanups of the Objects orphaned queued, on the
 // loop's goroutine.
 func (res *loopRes) releaseOrphans() {
+	ls := res.ls.Value() // alive: this runs on its loop
 	for _, st := range res.takeOrphans() {
-		st.release()
+		st.releaseIn(ls)
 	}
 }
 
@@ -216,10 +232,11 @@ const maxBytes = 1 << 30
 
 // fromC takes the values of a C success into vals, through ls, the loop
 // whose C call lent values (if any): it converts them, runs the cleanup of
-// those it copied, and empties args, which now belong to stepvm. It returns
+// those it copied, and empties args, which now belong to stepvm. A new
+// Object belongs to owner, the loop of the step that succeeds. It returns
 // the number of values, or why they are unusable: it then takes them all
 // the same, as discard does.
-func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, string) {
+func fromC(ls *loopState, owner *loopRes, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, string) {
 	if args == nil || args == &C.stepvm_no_args {
 		// The empty FutoInArgs lent to steps without values is const C
 		// memory: a step that passes back what it received must not
@@ -239,7 +256,7 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 		if a[i].typ == nil {
 			continue
 		}
-		if vals[i], disp[i], bad = ls.value(&a[i]); bad != "" {
+		if vals[i], disp[i], bad = ls.value(owner, &a[i]); bad != "" {
 			bad = fmt.Sprintf("argument %d: %s", i, bad)
 			break
 		}
@@ -254,7 +271,7 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 		case disp[i] == dispUnread || disp[i] == dispCopied || disp[i] == dispBad:
 			C.stepvm_cleanup_arg((*C.FutoInBinaryValue)(unsafe.Pointer(b)), ls.id)
 		case disp[i] == dispOwned && bad != "":
-			vals[i].Any().(*Object).Release()
+			vals[i].Any().(*Object).st.releaseIn(ls)
 		}
 		*b = binval{}
 	}
@@ -267,10 +284,10 @@ func fromC(ls *loopState, args *C.FutoInArgs, vals *[vm.MaxArgs]vm.Value) (int, 
 	return n, ""
 }
 
-// value converts one C value.
-func (ls *loopState) value(b *binval) (vm.Value, int, string) {
+// value converts one C value; a new Object belongs to owner's loop.
+func (ls *loopState) value(owner *loopRes, b *binval) (vm.Value, int, string) {
 	if uint8(b.typ.flags) == C.FTN_TYPE_CUSTOM_OBJECT {
-		return ls.object(b)
+		return ls.object(owner, b)
 	}
 	return plainValue(b)
 }
@@ -321,7 +338,7 @@ func plainValue(b *binval) (vm.Value, int, string) {
 // object converts a custom object: one stepvm lent to the running C step
 // (an Object, to any C step whose call runs) comes back as it was; any
 // other becomes an Object.
-func (ls *loopState) object(b *binval) (vm.Value, int, string) {
+func (ls *loopState) object(owner *loopRes, b *binval) (vm.Value, int, string) {
 	if b.typ == &C.stepvm_go_value_type {
 		k := int(b.custom) - 1
 		var v vm.Value
@@ -336,7 +353,7 @@ func (ls *loopState) object(b *binval) (vm.Value, int, string) {
 	if k := ls.lentObject(b); k >= 0 {
 		return vm.Any(ls.lentObjs[k].o), dispLent, ""
 	}
-	return vm.Any(newObject(ls.res, b)), dispOwned, ""
+	return vm.Any(newObject(owner, b)), dispOwned, ""
 }
 
 // lentObject returns the position in lentObjs of the Object lent to a C

@@ -190,6 +190,13 @@ func AddObjectThread(p unsafe.Pointer) { C.ctest_add_object_thread(bsi(p)) }
 
 func ObjectCleanups() int { return int(C.ctest_object_cleanups()) }
 
+// LastObject names the custom object CompleteObject, a C step of
+// AddRefusedSuccess or AddObjectThread's thread made last, for CleanupsOf: the count of its cleanups,
+// which no other test's objects add to.
+func LastObject() uint32 { return uint32(C.ctest_last_object()) }
+
+func CleanupsOf(object uint32) int { return int(C.ctest_cleanups_of(C.uint32_t(object))) }
+
 // CompleteObject calls success through the table of through, with the
 // record bsi (which may be NULL), and a custom object that ObjectCleanups
 // counts, as an event callback of a C library would; it reports whether

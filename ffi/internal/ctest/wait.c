@@ -47,10 +47,32 @@ void ctest_fail(FutoInAsyncSteps* bsi, const char* code)
 
 static int object_cleanups;
 
+// The objects pass_object makes carry a serial number in their length,
+// 1 to SERIALS-1 round and round, and their cleanups are counted by serial
+// too (0: other objects).
+static uint32_t object_serial;
+#define SERIALS 4096
+static int serial_cleanups[SERIALS];
+
+static uint32_t serial_of(uint32_t n)
+{
+    return 1 + (n - 1) % (SERIALS - 1);
+}
+
 static void count_object(FutoInBinaryValue* v)
 {
-    (void)v;
     __atomic_add_fetch(&object_cleanups, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&serial_cleanups[v->length % SERIALS], 1, __ATOMIC_SEQ_CST);
+}
+
+uint32_t ctest_last_object(void)
+{
+    return serial_of(__atomic_load_n(&object_serial, __ATOMIC_SEQ_CST));
+}
+
+int ctest_cleanups_of(uint32_t serial)
+{
+    return __atomic_load_n(&serial_cleanups[serial % SERIALS], __ATOMIC_SEQ_CST);
 }
 
 static const FutoInType obj_type = {FTN_TYPE_CUSTOM_OBJECT, count_object};
@@ -62,6 +84,7 @@ static void* object_thread(void* arg)
     memset(&out, 0, sizeof(out));
     out.arg0.type = &obj_type;
     out.arg0.custom_data = (void*)(intptr_t)7;
+    out.arg0.length = serial_of(__atomic_add_fetch(&object_serial, 1, __ATOMIC_SEQ_CST));
     bsi->api->success(bsi, &out);
     return NULL;
 }
@@ -142,6 +165,7 @@ static int pass_object(FutoInAsyncSteps* through, FutoInAsyncSteps* bsi)
     memset(&out, 0, sizeof(out));
     out.arg0.type = &obj_type;
     out.arg0.custom_data = (void*)(intptr_t)7;
+    out.arg0.length = serial_of(__atomic_add_fetch(&object_serial, 1, __ATOMIC_SEQ_CST));
     through->api->success(bsi, &out);
     return out.arg0.type == NULL;
 }
