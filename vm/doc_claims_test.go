@@ -170,6 +170,9 @@ func TestDocErrorTypes(t *testing.T) {
 	if errors.As(vm.ErrCanceled, &e) {
 		t.Error("ErrCanceled is an *Error")
 	}
+	if errors.Is(vm.ErrTimeout, e) { // a nil *Error: no code to match
+		t.Error("a Timeout is a nil *Error")
+	}
 	for _, tc := range []struct {
 		in   *vm.Error
 		want vm.Error

@@ -34,10 +34,10 @@ func (e *Error) Error() string {
 	return e.Code + ": " + e.Info
 }
 
-// Is reports whether target is an *Error with the same code.
+// Is reports whether target is a non-nil *Error with the same code.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
+	return ok && t != nil && t.Code == e.Code
 }
 
 // Sentinels for errors.Is, one per code.
