@@ -470,11 +470,23 @@ func stepvmSchedule(bsi *C.FutoInAsyncSteps, deferred C.int, ms C.uint32_t, data
 //export stepvmSchedCancel
 func stepvmSchedCancel(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32_t) {
 	c, e := locate(bsi).beginLetGo(cur, "sched_cancel")
-	if e == nil || h == nil {
+	if h == nil {
+		return
+	}
+	at := c.ls // a bad record: h may still name a task of this C call's loop
+	if e != nil {
+		at = e.ls
+	}
+	if at == nil {
 		return
 	}
 	defer c.done()
-	e.ls.cancelTask(h)
+	ls, ok := at.handleOwner(h)
+	if !ok {
+		c.misuse("sched_cancel with a handle of a loop that runs on another thread: cancel it on that loop's thread")
+		return
+	}
+	ls.cancelTask(h)
 }
 
 //export stepvmSchedIsValid
@@ -484,7 +496,12 @@ func stepvmSchedIsValid(bsi *C.FutoInAsyncSteps, h *C.FutoInHandle, cur C.uint32
 		return 0
 	}
 	defer c.done()
-	if e.ls.taskValid(h) {
+	ls, ok := e.ls.handleOwner(h)
+	if !ok {
+		c.misuse("sched_is_valid with a handle of a loop that runs on another thread: ask on that loop's thread")
+		return 0
+	}
+	if ls.taskValid(h) {
 		return 1
 	}
 	return 0

@@ -84,7 +84,12 @@
 // of a record that names no step, a root's or an accessor's.)
 // isValid and is_same_thread answer on any thread too. The other calls
 // belong to the loop's thread, as vm.AsyncSteps methods belong to its
-// goroutine.
+// goroutine: one that a C step of another loop makes elsewhere fails that
+// step with InternalError and leaves the record's loop alone. A
+// FutoInHandle names its loop: sched_cancel and sched_is_valid reach the
+// task of any loop the calling thread runs, through a record of any, and
+// sched_cancel through a bad record still cancels a task of the loop whose
+// C step calls it.
 //
 // # Values
 //

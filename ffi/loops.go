@@ -276,7 +276,11 @@ type callback struct {
 // begin reads what belongs to the record's loop (resolve): the calls that
 // use it are made on that loop's goroutine, as those of vm.AsyncSteps are.
 // The calls another thread may make (success, handle_error, isValid,
-// is_same_thread) first tell whether they run there (entry.away).
+// is_same_thread) first tell whether they run there (entry.away). Any
+// other call that a C call of another loop makes off the record's loop's
+// goroutine is misuse, reported to that C call; from a thread that runs no
+// C call of stepvm's, it cannot be told from Go code calling C on the
+// loop's goroutine without the cost of IsSameThread on every such call.
 func (f found) begin(cur C.uint32_t, what string) (callback, *entry) {
 	return f.start(cur, what, false)
 }
@@ -294,6 +298,11 @@ func (f found) beginLetGo(cur C.uint32_t, what string) (callback, *entry) {
 func (f found) start(cur C.uint32_t, what string, letGo bool) (callback, *entry) {
 	var c callback
 	e, bad := f.e, f.bad
+	if e != nil && cur != 0 && e.away(cur) {
+		// A C call of another loop, on that loop's goroutine: e's loop
+		// is not to be touched from here, not even to resolve e.
+		e, bad = nil, badAway
+	}
 	if e != nil {
 		var ok bool
 		if c.as, ok = e.resolve(); !ok {

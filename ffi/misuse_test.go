@@ -3,6 +3,7 @@
 package ffi_test
 
 import (
+	"fmt"
 	"time"
 	"unsafe"
 
@@ -98,6 +99,90 @@ func TestLettingGoAfterError(t *testing.T) {
 			if s := l.Stats(); s.LiveRoots != 0 || s.Timers != 0 {
 				t.Fatalf("%d live roots and %d timers left, want none", s.LiveRoots, s.Timers)
 			}
+		})
+	}
+}
+
+// A handle of one loop's task, canceled through a record of another loop
+// driven by the same goroutine, cancels that task (it used to zero the
+// handle and leave the callback to run).
+func TestSchedCancelThroughAnotherLoopsRecord(t *testing.T) {
+	ctest.ResetTrace()
+	la, clk := newLoop()
+	lb, _ := newLoop()
+	ra, rb := la.NewSteps(), lb.NewSteps()
+	ctest.AddCross(ffi.Binary(ra), ctest.CrossCancel, ffi.Binary(rb))
+	f := ra.Promise()
+	la.RunUntilIdle()
+	clk.Advance(time.Second)
+	la.RunUntilIdle()
+	if _, err := result(t, f); err != nil {
+		t.Fatal(err)
+	}
+	expectLines(t, "trace", takeTrace(), "valid through the other record 1", "canceled through the other record: valid 0")
+	if s := la.Stats(); s.Timers != 0 {
+		t.Fatalf("%d timers left, want none", s.Timers)
+	}
+	ra.Release()
+	rb.Release()
+}
+
+// A C step of one loop that calls through a record of a loop another
+// goroutine drives fails with InternalError, and that loop's flow is not
+// touched. A sched_cancel through such a record still cancels the task of
+// the step's own loop that its handle names: a canceled callback must not
+// run.
+func TestCallsThroughRecordOfLoopElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		name, info string
+		mode       int
+	}{
+		{"add", "add through a FutoInAsyncSteps of another loop, whose goroutine this is not", ctest.CrossAdd},
+		{"sched_is_valid", "sched_is_valid through a FutoInAsyncSteps of another loop, whose goroutine this is not", ctest.CrossCancel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctest.ResetTrace()
+			rbs := make(chan vm.AsyncSteps)
+			stop := make(chan struct{})
+			done := make(chan error)
+			go func() {
+				lb, _ := newLoop()
+				rb := lb.NewSteps()
+				ctest.AddWait(ffi.Binary(rb))
+				fb := rb.Promise()
+				lb.RunUntilIdle()
+				rbs <- rb
+				<-stop
+				lb.RunUntilIdle()
+				if s := lb.Stats(); s.RunningRoots != 1 {
+					done <- fmt.Errorf("the other loop has %d running roots, want its waiting one", s.RunningRoots)
+					return
+				}
+				rb.Cancel()
+				lb.RunUntilIdle()
+				<-fb.Done()
+				rb.Release()
+				done <- nil
+			}()
+			rb := <-rbs
+			la, clk := newLoop()
+			ra := la.NewSteps()
+			ctest.AddCross(ffi.Binary(ra), tc.mode, ffi.Binary(rb))
+			f := ra.Promise()
+			la.RunUntilIdle()
+			clk.Advance(time.Second)
+			la.RunUntilIdle()
+			close(stop)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			expectError(t, f, vm.InternalError, tc.info)
+			want := []string{"added through the other record"}
+			if tc.mode == ctest.CrossCancel {
+				want = []string{"valid through the other record 0", "canceled through the other record: valid 0"}
+			}
+			expectLines(t, "trace", takeTrace(), want...)
+			ra.Release()
 		})
 	}
 }

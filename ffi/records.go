@@ -313,6 +313,7 @@ const (
 	badNull    = " with a NULL FutoInAsyncSteps"
 	badForeign = " with a FutoInAsyncSteps that is not stepvm's"
 	badStale   = " through a FutoInAsyncSteps whose step or root has ended"
+	badAway    = " through a FutoInAsyncSteps of another loop, whose goroutine this is not"
 )
 
 // found is what locate found: the entry of a live record and the

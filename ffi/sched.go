@@ -68,9 +68,32 @@ func (ls *loopState) freeTask(t *task) {
 	ls.freeTasks = append(ls.freeTasks, t.idx)
 }
 
+// handleLoop returns the id of the loop h names (data1).
+func handleLoop(h *C.FutoInHandle) uintptr { return *(*uintptr)(unsafe.Pointer(&h.data1)) }
+
+// handleOwner returns the loop whose tasks h names, for a call through a
+// record of ls: ls, or another live loop when this is its goroutine. It
+// reports false for another loop's handle off that loop's goroutine, whose
+// tasks are not to be touched from here (a cancel that zeroed the handle
+// and left the task to run would be worse than none).
+func (ls *loopState) handleOwner(h *C.FutoInHandle) (*loopState, bool) {
+	id := handleLoop(h)
+	if id == uintptr(ls.id) || id != uintptr(C.uint32_t(id)) {
+		return ls, true
+	}
+	o := loopByID(C.uint32_t(id))
+	switch {
+	case o == nil: // a loop that is gone, or garbage: no task of ls
+		return ls, true
+	case o.elsewhere():
+		return nil, false
+	}
+	return o, true
+}
+
 // task returns the live task h names, or nil.
 func (ls *loopState) task(h *C.FutoInHandle) *task {
-	if *(*uintptr)(unsafe.Pointer(&h.data1)) != uintptr(ls.id) {
+	if handleLoop(h) != uintptr(ls.id) {
 		return nil
 	}
 	idx, gen := uint32(uint64(h.data3)>>32), uint32(h.data3)

@@ -66,6 +66,22 @@ func SyncFlow(root, sync unsafe.Pointer, name int) {
 // CMutex returns a mutex implemented in C, reset.
 func CMutex() unsafe.Pointer { return unsafe.Pointer(C.ctest_c_mutex()) }
 
+// Modes of AddCross: its C step schedules a deferred callback through its
+// own record, then asks after it and cancels it through other, printing
+// "valid through the other record 1" and "canceled through the other
+// record: valid 0" as it goes; or it adds a nop step through other and
+// prints "added through the other record".
+const (
+	CrossCancel = iota
+	CrossAdd
+)
+
+// AddCross adds to p a C step that calls through other, a record of
+// another loop, as mode says.
+func AddCross(p unsafe.Pointer, mode int, other unsafe.Pointer) {
+	C.ctest_add_cross(bsi(p), C.int(mode), bsi(other))
+}
+
 // Misuse adds to root the C steps of a misuse scenario (see misuse.c),
 // with gap C steps between saving a handle and misusing it.
 func Misuse(root unsafe.Pointer, scenario, gap int) {

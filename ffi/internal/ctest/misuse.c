@@ -140,6 +140,36 @@ static void misuse_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* arg
     }
 }
 
+// Calls through cross_other, a record of another loop. Mode 0 schedules a
+// deferred callback through the step's own record and asks after it and
+// cancels it through cross_other; mode 1 adds a step through cross_other.
+static FutoInAsyncSteps* cross_other;
+
+static void cross_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    FutoInHandle h, copy;
+    switch ((int)(intptr_t)data) {
+    case 0:
+        h = bsi->api->sched_deferred(bsi, 1, NULL, say_late);
+        copy = h;
+        ctest_sayf("valid through the other record %d", cross_other->api->sched_is_valid(cross_other, &h));
+        cross_other->api->sched_cancel(cross_other, &h);
+        ctest_sayf("canceled through the other record: valid %d", bsi->api->sched_is_valid(bsi, &copy));
+        break;
+    case 1:
+        cross_other->api->add(cross_other, NULL, nop_step, NULL);
+        ctest_say("added through the other record");
+        break;
+    }
+}
+
+void ctest_add_cross(FutoInAsyncSteps* bsi, int mode, FutoInAsyncSteps* other)
+{
+    cross_other = other;
+    bsi->api->add(bsi, (void*)(intptr_t)mode, cross_step, NULL);
+}
+
 static void save_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)args;
