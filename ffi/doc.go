@@ -32,7 +32,9 @@
 // time the loop runs (a closed loop runs none: the cleanups then run on
 // that goroutine, for no loop, and the records wait for the loop to be
 // collected). A record C keeps of a collected root is a stale one: calls
-// through it are misuse. What a step's frame holds is held until the frame
+// through it are misuse. A C state variable belongs to the root that
+// allocated it: a root that Clone or CopyFrom gave the original's State
+// allocates its own on first use. What a step's frame holds is held until the frame
 // ends, so a flow the program drops while one of its C steps waits is kept
 // until that step ends: C may still complete it through the step's record,
 // which the garbage collector cannot see, as a Go vm.Resumer keeps its flow. A root that C made with newInstance belongs to C

@@ -86,6 +86,42 @@ func TestStateVariableCleanupAtRelease(t *testing.T) {
 	}
 }
 
+// A clone (or a CopyFrom copy) of a root gets its State's variables, but
+// not its C state variables, which the original root destroys: the copy
+// allocates its own on first use, and destroys it when it is released. The
+// clone used to get the original's, which it kept using once the
+// original's release had cleaned it up.
+func TestStateVariableOfCloneIsItsOwn(t *testing.T) {
+	for _, copyFrom := range []bool{false, true} {
+		ctest.ResetTrace()
+		ctest.ResetCounters()
+		l, _ := newLoop()
+		root := runC(t, l, func(root vm.AsyncSteps) { ctest.Features(ffi.Binary(root), 1) })
+		ctest.Features(ffi.Binary(root), 1) // for the copy to run
+		var clone vm.AsyncSteps
+		if copyFrom {
+			clone = l.NewSteps()
+			clone.CopyFrom(root)
+		} else {
+			clone = root.Clone()
+		}
+		root.Release()
+		f := clone.Promise()
+		l.RunUntilIdle()
+		if _, err := result(t, f); err != nil {
+			t.Fatal(err)
+		}
+		expectLines(t, "C", takeTrace(), "state 7", "state 7")
+		if a, c := ctest.Counter(1), ctest.Counter(2); a != 2 || c != 1 {
+			t.Fatalf("CopyFrom %v: allocations %d, cleanups %d; want 2 and 1 (the original's)", copyFrom, a, c)
+		}
+		clone.Release()
+		if c := ctest.Counter(2); c != 2 {
+			t.Fatalf("CopyFrom %v: cleanups %d after the copy's release, want 2", copyFrom, c)
+		}
+	}
+}
+
 // A root created from C with newInstance runs, and free releases it and
 // its state variables.
 func TestNewInstanceAndFree(t *testing.T) {

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -288,11 +289,16 @@ func (c callback) stateVariable(e *entry, data C.uintptr_t, name *C.char,
 	}
 	key := unsafe.String((*byte)(unsafe.Pointer(name)), C.strlen(name))
 	if v, ok := st.Get(key); ok {
-		if cv, ok := v.(*cvar); ok {
+		cv, ok := v.(*cvar)
+		if !ok {
+			c.misuse("stateVariable " + key + ": the state variable holds a Go value")
+			return 0
+		}
+		if slices.Contains(ri.own.vars, cv) {
 			return cv.value
 		}
-		c.misuse("stateVariable " + key + ": the state variable holds a Go value")
-		return 0
+		// Another root's, which Clone or CopyFrom copied with the State:
+		// that root destroys it, so this one allocates its own.
 	}
 	if allocate == nil {
 		c.misuse("stateVariable " + key + " with a NULL allocate function")
