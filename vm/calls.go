@@ -19,7 +19,9 @@ func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args *argBuf) (p any) {
 	returned := false
 	defer func() {
 		if !returned { // recover costs a runtime call: skip it when fn returned
-			p = recover()
+			if p = recover(); p == nil {
+				p = l.noteGoexit(exitStep, nil)
+			}
 		}
 	}()
 	switch args.n {
@@ -38,7 +40,9 @@ func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
 	returned := false
 	defer func() {
 		if !returned {
-			p = recover()
+			if p = recover(); p == nil {
+				p = l.noteGoexit(exitHandler, nil)
+			}
 		}
 	}()
 	fn(as, code)
@@ -49,28 +53,43 @@ func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
 // callCancel runs a cancel handler; the frame is not "in call": the only
 // thing a cancel handler may do with its handle is read state.
 func (l *Loop) callCancel(fn CancelFunc, as AsyncSteps) any {
-	return l.callTeardown(func() { fn(as) })
+	return l.callTeardown(as.r, func() { fn(as) })
 }
 
-// callDestroy runs a Stack destroy callback.
-func (l *Loop) callDestroy(fn func(unsafe.Pointer), ptr unsafe.Pointer) any {
-	return l.callTeardown(func() { fn(ptr) })
+// callDestroy runs a Stack destroy callback of r's run.
+func (l *Loop) callDestroy(r *root, fn func(unsafe.Pointer), ptr unsafe.Pointer) any {
+	return l.callTeardown(r, func() { fn(ptr) })
 }
 
-// callTeardown runs fn as code that tears a frame down: calls through
-// handles are recorded, not carried out (see AsyncSteps' misuse rules).
-// fn does not escape, so the closures above stay on the stack.
-func (l *Loop) callTeardown(fn func()) (p any) {
+// callTeardown runs fn as code that tears a frame of r's run down: calls
+// through handles are recorded, not carried out (see AsyncSteps' misuse
+// rules). fn does not escape, so the closures above stay on the stack.
+func (l *Loop) callTeardown(r *root, fn func()) any {
 	prev := l.enter(0)
 	pend := l.pend // fn's unwinding is dropped: it must not replace one in flight (see handleError)
 	l.teardown++
+	p := l.protectTeardown(r, fn)
+	// Not reached after a Goexit: depth stays raised for the next pass to
+	// recover (see goexit.go).
+	if p == errGoexitTeardown { // a panic(nil) under GODEBUG=panicnil=1
+		l.exits = l.exits[:len(l.exits)-1]
+		p = nil
+	}
+	l.pend = pend
+	l.teardown--
+	l.leave(prev)
+	return p
+}
+
+func (l *Loop) protectTeardown(r *root, fn func()) (p any) {
+	returned := false
 	defer func() {
-		p = recover()
-		l.pend = pend
-		l.teardown--
-		l.leave(prev)
+		if p = recover(); p == nil && !returned {
+			p = l.noteGoexit(exitTeardown, r)
+		}
 	}()
 	fn()
+	returned = true
 	return nil
 }
 

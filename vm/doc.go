@@ -85,7 +85,16 @@
 // of the same flow is misuse (recorded as LastException only, like any
 // misuse there: ErrorInfo stays that of the error being raised), and a
 // Cancel or Release of its own root from a destroy callback takes effect
-// in the loop's next turn. API misuse (Success or Error from a step after
+// in the loop's next turn.
+//
+// runtime.Goexit out of such code (t.FailNow in a step, say) ends the
+// goroutine that drives the loop, which nothing can prevent; the loop's
+// next pass, on any goroutine, recovers: the flow whose step function or
+// error handler did not return fails as if it had panicked, and one whose
+// cancel handler or destroy callback did not return has its other frames
+// canceled and ends with InternalError. The other flows go on.
+//
+// API misuse (Success or Error from a step after
 // it added sub-steps, Success twice, a function that recovers the panic
 // with which Error, Break or Continue unwind it and goes on, calls
 // through the handle of a step that has ended, SetTimeout, SetCancel,

@@ -110,6 +110,9 @@ type Loop struct {
 	// on must not make it go away.
 	raised   any
 	raisedIn uintptr
+	// exits records the calls a runtime.Goexit out of user code abandoned,
+	// innermost first, for the next pass to recover (see goexit.go).
+	exits []goexit
 }
 
 // Node is the encoded step record the interpreter works on.
@@ -503,7 +506,7 @@ func (l *Loop) Iterate() (haveWork bool, delay time.Duration) {
 // due, or timers set as its timers fired, which the next pass arms.
 func (l *Loop) pass() (more bool) {
 	if l.depth > 0 {
-		l.nestedPass()
+		l.reenter()
 	}
 	l.claim()
 	l.inPass = true
@@ -623,8 +626,8 @@ func (l *Loop) Run(ctx context.Context) error {
 		l.nestedPass() // from a callback of the Run that drives the loop
 	}
 	defer l.runner.Store(0)
-	if l.depth > 0 { // before the returns below, which would hide the misuse
-		l.nestedPass()
+	if l.depth > 0 && len(l.exits) == 0 { // before the returns below, which would hide the misuse
+		l.nestedPass() // (calls a Goexit abandoned are the first pass's to recover)
 	}
 	l.owner.Store(id)
 	l.driven = true

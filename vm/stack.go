@@ -203,7 +203,7 @@ func (l *Loop) destroyStack(r *root, th, n *Node) {
 		}
 		if d != 0 {
 			if fn, ok := r.slot(d).(func(unsafe.Pointer)); ok {
-				recordLate(r, r.runEpoch, l.callDestroy(fn, p)) // an unwinding: Error through n's handle
+				recordLate(r, r.runEpoch, l.callDestroy(r, fn, p)) // an unwinding: Error through n's handle
 			}
 			r.freeSlot(d)
 		}
