@@ -117,7 +117,9 @@ func (a *Arena) Init(acct *Account) {
 // A block is counted in InUse at its class size: size rounded up to a
 // multiple of 16 up to 256 bytes, to a power of two up to 16 KiB, and above
 // that to its whole dedicated chunk, the power of two that holds size plus a
-// 32-byte header (so a block of exactly 32 KiB takes a 64 KiB chunk).
+// 32-byte header (so a block of exactly 32 KiB takes a 64 KiB chunk), or,
+// past 1 MiB, size plus the header rounded up to the page size (a mapping
+// of its own).
 func (a *Arena) Alloc(size uintptr) unsafe.Pointer {
 	if size-1 < SmallSize {
 		if p := a.Reuse(size); p != nil {
@@ -313,6 +315,12 @@ func (a *Arena) allocLarge(size uintptr) unsafe.Pointer {
 	a.first()
 	n := (size + align - 1) &^ (align - 1)
 	csize := roundPow2(largeHdr + n)
+	fresh := csize > slabSize
+	if fresh {
+		// A mapping of its own, unmapped when freed (putChunk): no pool
+		// class to round to, and the OS hands it out zeroed.
+		csize = (largeHdr + n + pageSize - 1) &^ (pageSize - 1)
+	}
 	l := (*large)(getChunk(csize))
 	*l = large{next: a.h.large, size: csize}
 	if a.h.large != nil {
@@ -322,7 +330,9 @@ func (a *Arena) allocLarge(size uintptr) unsafe.Pointer {
 	a.charge(int64(csize))
 	a.count(int64(csize))
 	p := unsafe.Add(unsafe.Pointer(l), largeHdr)
-	clear(unsafe.Slice((*byte)(p), n))
+	if !fresh { // its pages stay untouched until used
+		clear(unsafe.Slice((*byte)(p), n))
+	}
 	return p
 }
 

@@ -29,8 +29,10 @@
 // An Arena is owned by one goroutine at a time and does no locking. Its chunks
 // come from a single process-wide source, which is safe for concurrent use, so
 // that an abandoned arena can be returned from any goroutine (see
-// [Arena.Abandon]). The source never unmaps memory: chunks that arenas give
-// back are pooled and handed out again, lowest address first (which keeps
-// the chunks of flows created together close in memory), so the mapped total
-// stays flat while arenas come and go, and it is bounded by the peak demand.
+// [Arena.Abandon]). The source keeps the memory of chunks of up to a slab
+// (1 MiB): chunks that arenas give back are pooled and handed out again,
+// lowest address first (which keeps the chunks of flows created together
+// close in memory), so the mapped total stays flat while arenas come and go,
+// and it is bounded by the peak demand. A larger chunk, which has a mapping
+// of its own, is unmapped when it comes back.
 package arena

@@ -14,6 +14,9 @@ import (
 // slabSize bytes from the region; larger chunks get a mapping of their own.
 const slabSize = 1 << 20
 
+// pageSize is the OS's, to which the chunks larger than a slab are rounded.
+var pageSize = uintptr(unix.Getpagesize())
+
 // The region is one reservation of address space that every slab is
 // committed from, so that any block of a bump chunk (every block of up to
 // maxClass bytes, and every fixed block) is named by a 32-bit [Link]: its
@@ -71,8 +74,8 @@ func At(k Link) unsafe.Pointer {
 
 // The source is the process-wide supply of chunks: power-of-two blocks of at
 // least firstChunk bytes, carved from slabs or mapped on their own. Chunks
-// that come back go into per-size pools; they are never unmapped, split or
-// merged. A pool hands out its lowest chunk first: arenas give chunks back in
+// carved from slabs that come back go into per-size pools; they are never
+// unmapped, split or merged (those mapped on their own are unmapped). A pool hands out its lowest chunk first: arenas give chunks back in
 // whatever order their flows end (or the garbage collector finds them), and
 // handing them out in that order would scatter the chunks of flows created
 // one after another across memory. Measured on ParallelWaitLoop after a
@@ -147,7 +150,7 @@ func (h *addrHeap) pop() unsafe.Pointer {
 // SourceStats describes the process-wide chunk source.
 // Mapped-Idle is the chunk memory currently held by all arenas.
 type SourceStats struct {
-	Mapped int64 // bytes obtained from the OS; never decreases
+	Mapped int64 // bytes obtained from the OS: slabs, which are kept, and mappings of chunks larger than a slab, which are given back
 	Idle   int64 // bytes sitting in the source: pooled chunks and the uncarved rest of the current slab
 }
 
@@ -158,18 +161,19 @@ func ReadSourceStats() SourceStats {
 	return SourceStats{Mapped: src.mapped.Load(), Idle: src.idle.Load()}
 }
 
-// getChunk returns a chunk of size bytes, a power of two >= firstChunk.
-// Its contents are undefined.
+// getChunk returns a chunk of size bytes: a power of two >= firstChunk up
+// to slabSize, a multiple of pageSize above, which is a fresh mapping, all
+// zeros. The contents of a smaller one are undefined.
 func getChunk(size uintptr) unsafe.Pointer {
 	k := bits.TrailingZeros(uint(size))
 	src.mu.Lock()
 	var p unsafe.Pointer
 	switch {
-	case len(src.free[k]) > 0:
-		p = src.free[k].pop()
 	case size > slabSize:
 		src.mu.Unlock()
 		return mmap(size)
+	case len(src.free[k]) > 0:
+		p = src.free[k].pop()
 	default:
 		if src.left < size {
 			// Keep the tail of the old slab as idle chunks: it is a sum
@@ -192,8 +196,16 @@ func getChunk(size uintptr) unsafe.Pointer {
 	return p
 }
 
-// putChunk returns a chunk obtained from getChunk(size) to the source.
+// putChunk returns a chunk obtained from getChunk(size) to the source. A
+// chunk larger than a slab, a mapping of its own, goes back to the OS:
+// pooled, one large Stack allocation would keep its pages resident for the
+// life of the process, and such chunks are rare enough for the system
+// calls not to matter.
 func putChunk(p unsafe.Pointer, size uintptr) {
+	if size > slabSize {
+		munmap(p, size)
+		return
+	}
 	src.mu.Lock()
 	pushFree(p, size)
 	src.mu.Unlock()
@@ -234,4 +246,12 @@ func mmap(size uintptr) unsafe.Pointer {
 	}
 	src.mapped.Add(int64(size))
 	return p
+}
+
+// munmap gives back a chunk that mmap mapped.
+func munmap(p unsafe.Pointer, size uintptr) {
+	if err := unix.MunmapPtr(p, size); err != nil {
+		panic("arena: munmap: " + err.Error())
+	}
+	src.mapped.Add(-int64(size))
 }

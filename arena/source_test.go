@@ -297,3 +297,28 @@ func TestExhaustedRegionLeavesTheSourceUsable(t *testing.T) {
 	a.Alloc(slabSize / 2)
 	a.Release()
 }
+
+// A chunk larger than a slab is a mapping of its own, of the block and
+// its header rounded up to the page size, unmapped when it comes back: a
+// large Stack allocation must not keep its pages for the life of the
+// process. It used to be pooled, and Mapped never went down; and it took
+// the power of two above, 16 MiB for a block of 8 MiB.
+func TestLargeChunkUnmapped(t *testing.T) {
+	var acct Account
+	var a Arena
+	a.Init(&acct)
+	defer a.Release()
+	a.Alloc(64) // the arena's first chunk, before the reading
+	before := ReadSourceStats()
+	p := a.Alloc(8 << 20)
+	if got, want := ReadSourceStats().Mapped-before.Mapped, int64(8<<20+pageSize); got != want {
+		t.Fatalf("Mapped grew by %d for an 8 MiB block, want %d", got, want)
+	}
+	if b := unsafe.Slice((*byte)(p), 8<<20); b[0] != 0 || b[len(b)-1] != 0 {
+		t.Fatal("the block is not zeroed")
+	}
+	a.Free(p, 8<<20)
+	if after := ReadSourceStats(); after != before {
+		t.Fatalf("after Free: %+v, want %+v (unmapped, not pooled)", after, before)
+	}
+}
