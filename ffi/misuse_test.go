@@ -217,10 +217,10 @@ func TestMisuseOutsideSteps(t *testing.T) {
 	for scenario, info := range map[int]string{
 		1: "", // add through a NULL record
 		2: "", // add with a NULL step function
-		3: "Success through an invalid handle: only a running step can succeed",
+		3: "Success through a root's handle: only a running step can succeed",
 		4: breakInfo,
 		5: "", // add through a record of another implementation
-		6: "Error through an invalid handle: only a running step can fail",
+		6: "Error through a root's handle: only a running step can fail",
 		7: breakInfo,
 	} {
 		ctest.ResetTrace()

@@ -790,7 +790,7 @@ func TestSemMisuseSwallowedByRecoverAll(t *testing.T) {
 			as.Add(log.step("sub-step"))
 			as.Success()
 		}},
-		{"Success twice", "invalid handle", func(_ *vm.Loop, _, as vm.AsyncSteps, _ *semLog) {
+		{"Success twice", "step that has ended", func(_ *vm.Loop, _, as vm.AsyncSteps, _ *semLog) {
 			as.Success()
 			as.Success()
 		}},
@@ -1039,6 +1039,36 @@ func TestSemMisuseSwallowedWhileUnwinding(t *testing.T) {
 			e := semFail(t, r.f, vm.InternalError)
 			semInfoMentions(t, e.Info, "after error")
 			semExpect(t, r.log)
+		})
+	}
+}
+
+// Success and Error through a handle that names no running step say what
+// it names instead.
+func TestMisuseNamesWhatTheHandleIs(t *testing.T) {
+	for _, tc := range []struct {
+		name, info string
+		do         func(root, as vm.AsyncSteps)
+	}{
+		{"parallel accessor", "Success through a parallel accessor", func(_, as vm.AsyncSteps) {
+			p := as.Parallel()
+			p.Add(func(vm.AsyncSteps, vm.Args) {})
+			p.Success()
+		}},
+		{"root's handle", "Error through a root's handle", func(root, _ vm.AsyncSteps) { root.Error("Mine") }},
+		{"ended step", "Success through the handle of a step that has ended", func(_, as vm.AsyncSteps) {
+			as.Success()
+			as.Success()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { tc.do(root, as) })
+			f := root.Promise()
+			l.RunUntilIdle()
+			semInfoMentions(t, semFail(t, f, vm.InternalError).Info, tc.info)
+			root.Release()
 		})
 	}
 }

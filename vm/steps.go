@@ -55,6 +55,20 @@ func (as AsyncSteps) frame() (*Node, bool) {
 	return as.n, as.n.Flags&opcodes.FlagRunning != 0
 }
 
+// notRunning names what as is, a handle that frame refuses, for a misuse
+// report.
+func (as AsyncSteps) notRunning() string {
+	switch {
+	case as.r == nil:
+		return "a zero handle"
+	case as.n == nil:
+		return "a root's handle"
+	case as.epoch != as.r.runEpoch || as.n.Seq != as.seq:
+		return "the handle of a step that has ended"
+	}
+	return "a parallel accessor"
+}
+
 // Valid reports whether the handle can be used (FTN12's boolean cast).
 func (as AsyncSteps) Valid() bool {
 	if as.nativeValid() {
@@ -500,7 +514,7 @@ func (as AsyncSteps) Success(vals ...Value) {
 			foreignSuccess(f, vals)
 			return
 		}
-		as.misuse("Success through an invalid handle: only a running step can succeed")
+		as.misuse("Success through " + as.notRunning() + ": only a running step can succeed")
 		return
 	}
 	r := as.r
@@ -545,7 +559,7 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		if as.foreignError(code, info) { // a foreign stand-in has no frame
 			return
 		}
-		as.misuse("Error through an invalid handle: only a running step can fail")
+		as.misuse("Error through " + as.notRunning() + ": only a running step can fail")
 		return
 	}
 	r := as.r
