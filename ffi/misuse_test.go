@@ -46,6 +46,8 @@ func TestMisuseFromCStep(t *testing.T) {
 		{20, "NULL allocate", vm.InternalError, "stateVariable v with a NULL allocate function"},
 		{21, "NULL scheduled callback", vm.InternalError, "sched_immediate or sched_deferred with a NULL callback"},
 		{22, "NULL repeat body", vm.InternalError, "repeat with a NULL body"},
+		{25, "type pointer that is an integer", vm.InternalError, "success: argument 1: type at address 0x10, which is not a pointer"},
+		{26, "type pointer that is an integer, refused", vm.InternalError, "success" + gone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctest.ResetTrace()

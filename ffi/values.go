@@ -219,11 +219,12 @@ func (ls *loopState) unlend(p unsafe.Pointer, size int) {
 
 // What success does with a value it took.
 const (
-	dispUnread = iota // after an unusable one: taken, unless lent (discard)
-	dispCopied        // copied into Go: run its cleanup
-	dispOwned         // a new Object owns it
-	dispLent          // a value stepvm lent to a C step, passed back
-	dispBad           // unusable: success fails, but takes it as copied
+	dispUnread  = iota // after an unusable one: taken, unless lent (discard)
+	dispCopied         // copied into Go: run its cleanup
+	dispOwned          // a new Object owns it
+	dispLent           // a value stepvm lent to a C step, passed back
+	dispBad            // unusable: success fails, but takes it as copied
+	dispBadType        // its type is no pointer: success fails, and drops it
 )
 
 // maxBytes bounds the arrays success accepts: a length beyond it is taken
@@ -252,8 +253,16 @@ func fromC(ls *loopState, owner *loopRes, args *C.FutoInArgs, vals *[vm.MaxArgs]
 	}
 	var disp [vm.MaxArgs]int
 	var bad string
+	for i := range a {
+		if t := typeAddr(&a[i]); badType(t) {
+			disp[i] = dispBadType
+			if bad == "" {
+				bad = fmt.Sprintf("argument %d: type at address %#x, which is not a pointer", i, t)
+			}
+		}
+	}
 	for i := range n {
-		if a[i].typ == nil {
+		if a[i].typ == nil || bad != "" {
 			continue
 		}
 		if vals[i], disp[i], bad = ls.value(owner, &a[i]); bad != "" {
@@ -264,7 +273,7 @@ func fromC(ls *loopState, owner *loopRes, args *C.FutoInArgs, vals *[vm.MaxArgs]
 	for i := range a {
 		b := &a[i]
 		switch {
-		case b.typ == nil:
+		case b.typ == nil, disp[i] == dispBadType:
 		case disp[i] == dispLent && bad == "":
 			ls.passOn(b)
 		case disp[i] == dispUnread && ls.lentValue(b):
@@ -390,11 +399,23 @@ func discard(ls *loopState, args *C.FutoInArgs, cur C.uint32_t) {
 	a := argsOf(args)
 	for i := range a {
 		b := &a[i]
-		if b.typ != nil && !ls.lentValue(b) {
+		switch {
+		case badType(typeAddr(b)):
+			*b = binval{}
+		case b.typ != nil && !ls.lentValue(b):
 			C.stepvm_cleanup_arg((*C.FutoInBinaryValue)(unsafe.Pointer(b)), cur)
 		}
 	}
 }
+
+// typeAddr returns b's type pointer as the integer it may be: read as a
+// pointer, an address in the first page would fail the runtime's stack
+// checks (see pointerAt).
+func typeAddr(b *binval) uintptr { return *(*uintptr)(unsafe.Pointer(&b.typ)) }
+
+// badType reports whether a type pointer is an integer in the first page,
+// which neither conversion nor a value's C cleanup can follow.
+func badType(t uintptr) bool { return t != 0 && t < 4096 }
 
 // lentValue reports whether b is a value lent to a C call of ls (nil:
 // none): one of stepvm's own types, which only such values have, or a

@@ -130,6 +130,17 @@ static void misuse_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* arg
         r->api->free(r);
         ctest_sayf("freed after the error: valid %d", r->api->isValid(r));
         break;
+    case 25: // a type pointer that is an integer, after a good value
+        out.arg0.type = &str_type;
+        out.arg0.cstr = "abc";
+        out.arg1.type = (const FutoInType*)(uintptr_t)0x10;
+        bsi->api->success(bsi, &out);
+        break;
+    case 26: // the same, refused: through the handle of a step that has ended
+        bsi->api->success(bsi, NULL);
+        out.arg2.type = (const FutoInType*)(uintptr_t)0x10;
+        bsi->api->success(bsi, &out);
+        break;
     case 24: { // sched_cancel after handle_error: carried out all the same
         FutoInHandle h = bsi->api->sched_deferred(bsi, 1, NULL, say_late);
         bsi->api->handle_error(bsi, "First", "the first error");
