@@ -123,7 +123,8 @@ func (l *Loop) recoverExits() {
 	l.pend, l.raised, l.raisedIn = pending{}, nil, 0
 	l.argsCur.clear()
 	l.argsNxt.clear()
-	l.claim()
+	l.driven = true
+	l.owner.Store(goid()) // the goroutine that drove the loop is gone
 	l.inPass = true
 	// One at a time from the loop's list: a Goexit out of the code a
 	// recovery runs leaves the rest, and its own, to the next pass.

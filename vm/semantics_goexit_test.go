@@ -86,6 +86,9 @@ func TestGoexitInStepOrErrorHandler(t *testing.T) {
 			f := root.Promise()
 			semGoexitDrive(l.RunUntilIdle)
 			l.RunUntilIdle() // on this goroutine: the next pass recovers
+			if !l.IsSameThread() {
+				t.Fatal("IsSameThread is false on the goroutine that drives the loop since the Goexit")
+			}
 			if got := semOK(t, f); got.String(0) != "recovered" {
 				t.Fatalf("the flow ended with %v", got.Values())
 			}
