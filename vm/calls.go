@@ -19,7 +19,7 @@ func (l *Loop) callExec(fn ExecFunc, as AsyncSteps, args *argBuf) (p any) {
 	returned := false
 	defer func() {
 		if !returned { // recover costs a runtime call: skip it when fn returned
-			if p = recover(); p == nil {
+			if p = recover(); p == nil && goexits {
 				p = l.noteGoexit(exitStep, nil)
 			}
 		}
@@ -40,7 +40,7 @@ func (l *Loop) callError(fn ErrorFunc, as AsyncSteps, code string) (p any) {
 	returned := false
 	defer func() {
 		if !returned {
-			if p = recover(); p == nil {
+			if p = recover(); p == nil && goexits {
 				p = l.noteGoexit(exitHandler, nil)
 			}
 		}
@@ -64,29 +64,20 @@ func (l *Loop) callDestroy(r *root, fn func(unsafe.Pointer), ptr unsafe.Pointer)
 // callTeardown runs fn as code that tears a frame of r's run down: calls
 // through handles are recorded, not carried out (see AsyncSteps' misuse
 // rules). fn does not escape, so the closures above stay on the stack.
-func (l *Loop) callTeardown(r *root, fn func()) any {
+func (l *Loop) callTeardown(r *root, fn func()) (p any) {
 	prev := l.enter(0)
 	pend := l.pend // fn's unwinding is dropped: it must not replace one in flight (see handleError)
 	l.teardown++
-	p := l.protectTeardown(r, fn)
-	// Not reached after a Goexit: depth stays raised for the next pass to
-	// recover (see goexit.go).
-	if p == errGoexitTeardown { // a panic(nil) under GODEBUG=panicnil=1
-		l.exits = l.exits[:len(l.exits)-1]
-		p = nil
-	}
-	l.pend = pend
-	l.teardown--
-	l.leave(prev)
-	return p
-}
-
-func (l *Loop) protectTeardown(r *root, fn func()) (p any) {
 	returned := false
 	defer func() {
-		if p = recover(); p == nil && !returned {
+		if p = recover(); p == nil && !returned && goexits {
+			// depth stays raised for the next pass to recover.
 			p = l.noteGoexit(exitTeardown, r)
+			return
 		}
+		l.pend = pend
+		l.teardown--
+		l.leave(prev)
 	}()
 	fn()
 	returned = true
@@ -109,12 +100,18 @@ func (l *Loop) callNoFrame(fn func()) (p any) {
 	prev := l.enter(0)
 	returned := false
 	defer func() {
-		l.leave(prev)
 		if !returned { // recover costs a runtime call: skip it when fn returned
-			if p = recover(); isUnwinding(p) {
+			switch p = recover(); {
+			case p == nil && goexits:
+				// A Goexit: depth stays raised for the next pass, which
+				// tells the panic handler (see goexit.go).
+				p = l.noteGoexit(exitCallback, nil)
+				return
+			case isUnwinding(p):
 				p = nil
 			}
 		}
+		l.leave(prev)
 	}()
 	fn()
 	returned = true

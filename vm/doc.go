@@ -92,7 +92,10 @@
 // next pass, on any goroutine, recovers: the flow whose step function or
 // error handler did not return fails as if it had panicked, and one whose
 // cancel handler or destroy callback did not return has its other frames
-// canceled and ends with InternalError. The other flows go on.
+// canceled and ends with InternalError; one out of an Immediate, Deferred
+// or Post callback goes to the panic handler. The other flows go on.
+// (Under GODEBUG=panicnil=1, where a protected call cannot tell a Goexit
+// from a panic(nil), a Goexit is not handled.)
 //
 // API misuse (Success or Error from a step after
 // it added sub-steps, Success twice, a function that recovers the panic

@@ -23,6 +23,7 @@ const (
 	exitStep     exitKind = iota // a step function: as is its frame
 	exitHandler                  // an error handler: as is its frame, th its thread
 	exitTeardown                 // a cancel handler or Stack destroy callback of as.r's run as.epoch
+	exitCallback                 // an Immediate, Deferred or Post callback, or a root hook: no flow's code
 )
 
 type goexit struct {
@@ -37,6 +38,7 @@ var (
 	errGoexitStep     = &Error{Code: InternalError, Info: "runtime.Goexit in a step function, which did not return"}
 	errGoexitHandler  = &Error{Code: InternalError, Info: "runtime.Goexit in an error handler, which did not return"}
 	errGoexitTeardown = &Error{Code: InternalError, Info: "runtime.Goexit in a cancel handler or Stack destroy callback: the flow could not be torn down as it was"}
+	errGoexitCallback = &Error{Code: InternalError, Info: "runtime.Goexit in a loop callback (Immediate, Deferred, Post or a root hook), which did not return"}
 )
 
 // noteGoexit records that a Goexit is unwinding through a protected call
@@ -47,14 +49,15 @@ var (
 // after the call), not captured by the call's deferred function, which
 // would cost every step: a step is the running top frame of the thread
 // being dispatched; an error handler, the innermost call's frame, in the
-// thread whose handler runs. A teardown names its root, r. (Under
-// GODEBUG=panicnil=1 a panic(nil) looks the same, but the call then
-// returns: its caller forgets the record.)
+// thread whose handler runs. A teardown names its root, r.
 func (l *Loop) noteGoexit(kind exitKind, r *root) any {
 	x := goexit{kind: kind}
 	var p any = errGoexitTeardown
 	var n *Node
 	switch kind {
+	case exitCallback:
+		l.exits = append(l.exits, x)
+		return errGoexitCallback
 	case exitStep:
 		p = errGoexitStep
 		if l.cur == 0 { // no thread dispatched: not a step of the loop's
@@ -88,19 +91,14 @@ func (l *Loop) noteGoexit(kind exitKind, r *root) any {
 // checks conversions of integers to pointers.)
 func rootAt(id uintptr) *root { return *(**root)(unsafe.Pointer(&id)) }
 
-// forgetGoexit forgets the record noteGoexit made for the call of frame n
-// if that call has returned after all, with p: a panic(nil) under
-// GODEBUG=panicnil=1 looks like a Goexit to the protected call.
-func (l *Loop) forgetGoexit(p any, n *Node) {
-	k := len(l.exits) - 1
-	if k < 0 || l.exits[k].as.n != n {
-		return
-	}
-	switch p {
-	case errGoexitStep, errGoexitHandler, errGoexitTeardown:
-		l.exits = l.exits[:k]
-	}
-}
+// goexits tells whether a protected call that recovers nil though its
+// callee did not return sees a Goexit: so it does unless GODEBUG has
+// panicnil=1, under which panic(nil) recovers as nil and the call returns.
+// The loop then leaves a Goexit unhandled, as it did before Go 1.21.
+var goexits = func() (nilIsPanicNilError bool) {
+	defer func() { nilIsPanicNilError = recover() != nil }()
+	panic(nil)
+}()
 
 // reenter handles a pass started with depth raised: calls that a Goexit
 // abandoned, or a pass started from inside one of the loop's callbacks.
@@ -137,6 +135,10 @@ func (l *Loop) recoverExits() {
 }
 
 func (l *Loop) recoverExit(x goexit) {
+	if x.kind == exitCallback {
+		l.reportPanic(errGoexitCallback)
+		return
+	}
 	r, epoch := x.as.r, x.as.epoch
 	if x.kind == exitTeardown {
 		// What the abandoned cancelFrame or destroyStack would have put

@@ -214,3 +214,25 @@ func TestGoexitThenRun(t *testing.T) {
 	root.Release()
 	semClean(t, l)
 }
+
+// A Goexit in a callback that belongs to no flow (an Immediate, say) is
+// reported to the panic handler by the next pass, as a panic there is.
+func TestGoexitInCallback(t *testing.T) {
+	var reported []any
+	l := vm.NewLoop(vm.WithPanicHandler(func(p any) { reported = append(reported, p) }))
+	complete, fb, bystander := semGoexitBystander(l)
+	ran := false
+	l.Immediate(func() { runtime.Goexit() })
+	l.Immediate(func() { ran = true })
+	semGoexitDrive(l.RunUntilIdle)
+	l.RunUntilIdle()
+	if len(reported) != 1 || !ran {
+		t.Fatalf("panic handler got %v, the next callback ran: %v", reported, ran)
+	}
+	e, ok := reported[0].(*vm.Error)
+	if !ok || e.Code != vm.InternalError {
+		t.Fatalf("panic handler got %#v", reported[0])
+	}
+	semInfoMentions(t, e.Info, "Goexit", "callback")
+	semGoexitAfter(t, l, complete, fb, bystander)
+}

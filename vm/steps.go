@@ -209,9 +209,6 @@ func (l *Loop) raiseInCall(p any) {
 // callers call it whenever the call panicked: an unwinding sentinel that
 // the loop did not raise in that call is another loop's (see strayInfo).
 func (l *Loop) takeRaised(p any, n *Node) any {
-	if len(l.exits) != 0 {
-		l.forgetGoexit(p, n)
-	}
 	if l.raisedIn != frameID(n) {
 		return stray(p)
 	}
