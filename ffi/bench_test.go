@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepvm/stepvm/ffi"
 	"github.com/stepvm/stepvm/ffi/internal/ctest"
+	"github.com/stepvm/stepvm/internal/allocs"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -113,8 +114,8 @@ func TestFFISimpleZeroAllocs(t *testing.T) {
 		for range 2000 {
 			flow()
 		}
-		if n := testing.AllocsPerRun(2000, flow); n != 0 {
-			t.Errorf("%s: %v allocations per flow, want 0", sc.name, n)
+		if n := allocs.Count(2000, flow); n != 0 {
+			t.Errorf("%s: %d allocations in 2000 flows, want 0", sc.name, n)
 		}
 	}
 }
@@ -155,8 +156,8 @@ func TestFFICompletionFromAnotherThreadZeroAllocs(t *testing.T) {
 		flow()
 	}
 	before := completed
-	if n := testing.AllocsPerRun(2000, flow); n != 0 {
-		t.Errorf("%v allocations per completion, want 0", n)
+	if n := allocs.Count(2000, flow); n != 0 {
+		t.Errorf("%d allocations in 2000 completions, want 0", n)
 	}
 	if completed-before != 2001 {
 		t.Errorf("%d steps completed, want 2001", completed-before)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stepvm/stepvm/internal/allocs"
 )
 
 // drainAll drains q until it is empty and returns the items in delivery order.
@@ -248,13 +250,13 @@ func TestQueueNoAlloc(t *testing.T) {
 	tk := token{p: &x, a: 1}
 	var sum uint32
 	fn := func(t *token) { sum += t.a }
-	allocs := testing.AllocsPerRun(1000, func() {
+	allocs := allocs.Count(1000, func() {
 		q.Push(tk)
 		q.Push(tk)
 		q.Drain(fn)
 	})
 	if allocs != 0 {
-		t.Fatalf("Push+Drain allocated %v times per run", allocs)
+		t.Fatalf("Push+Drain allocated %d times in 1000 runs", allocs)
 	}
 }
 
@@ -270,8 +272,8 @@ func TestQueueOverflowNoAllocAfterGrowth(t *testing.T) {
 	}
 	cycle()
 	cycle() // both swap buffers have grown
-	if allocs := testing.AllocsPerRun(100, cycle); allocs != 0 {
-		t.Fatalf("overflow Push+Drain allocated %v times per run after growth", allocs)
+	if allocs := allocs.Count(100, cycle); allocs != 0 {
+		t.Fatalf("overflow Push+Drain allocated %d times in 100 runs after growth", allocs)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/stepvm/stepvm/internal/allocs"
 )
 
 // token mimics the vm's completion token: a pointer, two ids and small values.
@@ -245,13 +247,13 @@ func TestRingNoAlloc(t *testing.T) {
 	r := NewRing[token](8)
 	x := 1
 	tk := token{p: &x, a: 1, b: 2}
-	allocs := testing.AllocsPerRun(1000, func() {
+	allocs := allocs.Count(1000, func() {
 		r.TryPush(tk)
 		r.TryPush(tk)
 		r.TryPop()
 		r.TryPop()
 	})
 	if allocs != 0 {
-		t.Fatalf("TryPush+TryPop allocated %v times per run", allocs)
+		t.Fatalf("TryPush+TryPop allocated %d times in 1000 runs", allocs)
 	}
 }

@@ -5,11 +5,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stepvm/stepvm/internal/allocs"
 	"github.com/stepvm/stepvm/vm"
 )
 
 // The hot paths allocate nothing once the loop and its pools are warm.
-// Each test fails on the first allocation. Step functions are prepared
+// Each test fails on the first allocation (see internal/allocs). Step functions are prepared
 // outside the measured function, as a service would prepare them once.
 
 func assertNoAllocs(t *testing.T, name string, warm int, fn func()) {
@@ -17,8 +18,8 @@ func assertNoAllocs(t *testing.T, name string, warm int, fn func()) {
 	for range warm {
 		fn()
 	}
-	if n := testing.AllocsPerRun(1000, fn); n != 0 {
-		t.Fatalf("%s: %v allocations per run, want 0", name, n)
+	if n := allocs.Count(1000, fn); n != 0 {
+		t.Fatalf("%s: %d allocations in 1000 runs, want 0", name, n)
 	}
 }
 

@@ -415,8 +415,8 @@ func ExampleLoop_Run() {
 // Await runs a blocking call on a goroutine of its own while the loop goes
 // on with other flows; the step succeeds with the call's value, and a
 // *Error it returns raises that error's code. The call runs after its step
-// has returned, so it takes copies of the step's Args, which are valid only
-// during the step. Run drives the loop until the flow's Future is done.
+// has returned; it may use the step's Args, a copy of the values. Run
+// drives the loop until the flow's Future is done.
 func ExampleAsyncSteps_Await() {
 	l := vm.NewLoop()
 	ctx, stop := context.WithCancel(context.Background())

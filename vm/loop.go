@@ -140,7 +140,8 @@ const DefaultRootPool = 1 << 15
 
 // WithRootPool sets how many released roots the loop keeps for reuse. A
 // burst of more concurrent flows than that allocates new roots afterwards;
-// a pooled root holds 128 bytes plus its arena's first chunks. A root
+// a pooled root holds 128 bytes and its arena's first chunks, and keeps
+// the slot table (up to 32 slots) and State its runs used. A root
 // released into a full pool is dropped, and its arena memory returns when
 // the garbage collector finds it (stale handles may still reach it until
 // then).
@@ -384,11 +385,13 @@ func (l *Loop) IsValid(h Handle) bool {
 
 // IsSameThread reports whether the caller runs on the goroutine that drives
 // the loop, which is where loop-only methods may be called: the one that
-// created it, then the first to run a pass (RunUntilIdle, Iterate), and
-// whichever started Run last. A goroutine that takes a driven loop over
-// with RunUntilIdle or Iterate is not recognized (it would cost every pass
-// a reading of the goroutine id): hand a loop over by Run. It costs about a
-// microsecond.
+// created it, then the first to run a pass (RunUntilIdle, Iterate),
+// whichever started Run last, and the one whose pass recovered from a
+// runtime.Goexit that ended the driving goroutine. Otherwise a goroutine
+// that takes a driven loop over with RunUntilIdle or Iterate is not
+// recognized (it would cost every pass a reading of the goroutine id):
+// hand a loop over by Run. It parses the goroutine's stack header, which
+// takes microseconds: a check for paths that are not hot.
 func (l *Loop) IsSameThread() bool { return goid() == l.owner.Load() }
 
 func (l *Loop) claim() {

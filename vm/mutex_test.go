@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepvm/stepvm/internal/allocs"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -499,8 +500,8 @@ func TestMutexAllocs(t *testing.T) {
 		l.RunUntilIdle()
 	}
 	uncontended()
-	if a := testing.AllocsPerRun(1000, uncontended); a != 0 {
-		t.Fatalf("uncontended Sync: %v allocations per run, want 0", a)
+	if a := allocs.Count(1000, uncontended); a != 0 {
+		t.Fatalf("uncontended Sync: %d allocations in 1000 runs, want 0", a)
 	}
 	a, b, c := l.NewSteps(), l.NewSteps(), l.NewSteps()
 	contended := func() {
@@ -517,10 +518,10 @@ func TestMutexAllocs(t *testing.T) {
 	if queued == 0 {
 		t.Fatal("no flow waited")
 	}
-	if a := testing.AllocsPerRun(1000, contended); a != 0 {
-		t.Fatalf("contended Sync: %v allocations per run, want 0", a)
+	if a := allocs.Count(1000, contended); a != 0 {
+		t.Fatalf("contended Sync: %d allocations in 1000 runs, want 0", a)
 	}
-	// AllocsPerRun runs its function once more to warm up.
+	// Count runs its function once more to warm up.
 	if ran != 1002+4*1002 {
 		t.Fatalf("%d steps ran", ran)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepvm/stepvm/internal/allocs"
 	"github.com/stepvm/stepvm/vm"
 )
 
@@ -309,8 +310,8 @@ func TestThrottleAllocs(t *testing.T) {
 	if queued == 0 {
 		t.Fatal("no flow waited")
 	}
-	if a := testing.AllocsPerRun(200, run); a != 0 {
-		t.Fatalf("%v allocations per run, want 0", a)
+	if a := allocs.Count(200, run); a != 0 {
+		t.Fatalf("%d allocations in 200 runs, want 0", a)
 	}
 	if ran != 3*202 {
 		t.Fatalf("%d sections ran", ran)

@@ -3,6 +3,8 @@ package wheel
 import (
 	"testing"
 	"time"
+
+	"github.com/stepvm/stepvm/internal/allocs"
 )
 
 // steady returns a wheel holding n timers spread evenly over span, due from
@@ -33,15 +35,13 @@ func steadyStep(w *Wheel, now, step int64, span time.Duration) int64 {
 	}
 }
 
-// noAllocs fails if any of runs calls of f allocates. It measures each call
-// on its own because AllocsPerRun rounds its average down, which would hide
-// the occasional growth of a slice.
+// noAllocs fails if any of runs calls of f allocates (allocs.Count does
+// not round an average down, which would hide the occasional growth of a
+// slice).
 func noAllocs(t *testing.T, runs int, f func()) {
 	t.Helper()
-	for i := range runs {
-		if n := testing.AllocsPerRun(1, f); n != 0 {
-			t.Fatalf("call %d allocated %v times", i, n)
-		}
+	if n := allocs.Count(runs, f); n != 0 {
+		t.Fatalf("%d allocations in %d calls", n, runs)
 	}
 }
 
