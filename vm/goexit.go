@@ -57,6 +57,7 @@ func (l *Loop) noteGoexit(kind exitKind, r *root) any {
 	switch kind {
 	case exitCallback:
 		l.exits = append(l.exits, x)
+		l.leaveAbandoned()
 		return errGoexitCallback
 	case exitStep:
 		p = errGoexitStep
@@ -69,20 +70,37 @@ func (l *Loop) noteGoexit(kind exitKind, r *root) any {
 		p = errGoexitHandler
 		if l.inCall == 0 || l.errTh == nil {
 			// An error handler that an abandoned call nested in was
-			// running: the registers name that call, not this handler,
+			// running: the registers named that call, not this handler,
 			// which is left as it is.
 			return p
 		}
 		r, x.th = rootAt(l.errRoot), l.errTh
 		n = frameAt(l.inCall)
 	}
-	l.inCall = 0 // the innermost call is recorded
 	x.as = AsyncSteps{r: r, epoch: r.runEpoch}
 	if n != nil {
 		x.as.n, x.as.seq, x.thSeq = n, n.Seq, x.th.Seq
 	}
+	if kind == exitTeardown {
+		// What the abandoned cancelFrame or destroyStack would have put
+		// back: left set, it would refuse the root's other calls.
+		r.teardown &^= tearCancel | tearDestroy
+	}
 	l.exits = append(l.exits, x)
+	l.leaveAbandoned()
 	return p
+}
+
+// leaveAbandoned puts back the registers that tell the VM whose code runs,
+// as the abandoned call's caller would have: calls from outside the loop's
+// callbacks, made before the next pass, must not be taken for calls of the
+// abandoned code (a misuse of theirs would panic out of the caller). depth
+// stays raised for the next pass to recover, and cur and curTh name the
+// dispatched thread for an enclosing step's record.
+func (l *Loop) leaveAbandoned() {
+	l.inCall, l.teardown = 0, 0
+	l.errTh, l.errRoot = nil, 0
+	l.pend, l.raised, l.raisedIn = pending{}, nil, 0
 }
 
 // rootAt returns the root whose rootID is id, which a frame of the
@@ -115,10 +133,8 @@ func (l *Loop) reenter() {
 // InternalError, a teardown by ending its flow with InternalError once the
 // rest of its frames are canceled. It runs as part of the pass.
 func (l *Loop) recoverExits() {
-	l.depth, l.inCall, l.teardown = 0, 0, 0
+	l.depth = 0
 	l.cur, l.curTh, l.cont = 0, 0, contNone
-	l.errTh, l.errRoot = nil, 0
-	l.pend, l.raised, l.raisedIn = pending{}, nil, 0
 	l.argsCur.clear()
 	l.argsNxt.clear()
 	l.driven = true
@@ -140,11 +156,6 @@ func (l *Loop) recoverExit(x goexit) {
 		return
 	}
 	r, epoch := x.as.r, x.as.epoch
-	if x.kind == exitTeardown {
-		// What the abandoned cancelFrame or destroyStack would have put
-		// back: left set, it would refuse the root's next flows' calls.
-		r.teardown &^= tearCancel | tearDestroy
-	}
 	if r.runEpoch != epoch {
 		return // the run ended in the meantime
 	}

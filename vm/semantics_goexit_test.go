@@ -236,3 +236,40 @@ func TestGoexitInCallback(t *testing.T) {
 	semInfoMentions(t, e.Info, "Goexit", "callback")
 	semGoexitAfter(t, l, complete, fb, bystander)
 }
+
+// Between the Goexit and the next pass, calls from outside the loop's
+// callbacks are not taken for calls of the abandoned code: Error through
+// the abandoned step's handle, or a misuse, does not panic out of the
+// caller as it would inside that step. (They used to.)
+func TestGoexitThenCallsFromOutside(t *testing.T) {
+	l, _ := semLoop()
+	root := l.NewSteps()
+	var h vm.AsyncSteps
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		h = as
+		runtime.Goexit()
+	})
+	f := root.Promise()
+	semGoexitDrive(l.RunUntilIdle)
+	other := l.NewSteps()
+	for _, call := range []func(){
+		func() { h.Error("Late") },
+		func() { h.Success() },
+		func() { other.Add(nil) },
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("a call from outside panicked: %v", p)
+				}
+			}()
+			call()
+		}()
+	}
+	l.RunUntilIdle()
+	semFail(t, f, "Late") // delivered from outside, as to a running step
+	root.Release()
+	other.Release()
+	semClean(t, l)
+	semNextRootWorks(t, l)
+}
