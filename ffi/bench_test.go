@@ -11,9 +11,28 @@ import (
 	"github.com/stepvm/stepvm/vm"
 )
 
-func goNop(vm.AsyncSteps, vm.Args) {}
+// goNop and goNopSuccess are the Go side's nop steps; goNops counts their
+// runs, as ctest.Nops counts the C ones.
+var goNops int
 
-func goNopSuccess(as vm.AsyncSteps, _ vm.Args) { as.Success() }
+func goNop(vm.AsyncSteps, vm.Args) { goNops++ }
+
+func goNopSuccess(as vm.AsyncSteps, _ vm.Args) {
+	goNops++
+	as.Success()
+}
+
+// nopsRun returns how many nop steps, Go's and C's, have run.
+func nopsRun() int { return goNops + ctest.Nops() }
+
+// checkNops fails b unless n nop steps ran since before, what nopsRun
+// returned then.
+func checkNops(b *testing.B, before, n int) {
+	b.Helper()
+	if got := nopsRun() - before; got != n {
+		b.Fatalf("%d steps ran, want %d", got, n)
+	}
+}
 
 // simple is the Simple workload: create a root, add one step, execute, run
 // until idle, release.
@@ -46,9 +65,11 @@ func BenchmarkFFISimple(b *testing.B) {
 		b.Run(sc.name, func(b *testing.B) {
 			l := vm.NewLoop()
 			b.ReportAllocs()
+			before := nopsRun()
 			for b.Loop() {
 				runSimple(l, sc.add)
 			}
+			checkNops(b, before, b.N)
 		})
 	}
 }
@@ -90,6 +111,7 @@ func BenchmarkFFIStepOverhead(b *testing.B) {
 			model := l.NewSteps()
 			sc.add(model)
 			b.ReportAllocs()
+			before := nopsRun()
 			for b.Loop() {
 				root := l.NewSteps()
 				root.CopyFrom(model)
@@ -97,6 +119,7 @@ func BenchmarkFFIStepOverhead(b *testing.B) {
 				l.RunUntilIdle()
 				root.Release()
 			}
+			checkNops(b, before, steps*b.N)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/steps, "ns/step")
 		})
 	}

@@ -250,30 +250,41 @@ func TestQueueNoAlloc(t *testing.T) {
 	tk := token{p: &x, a: 1}
 	var sum uint32
 	fn := func(t *token) { sum += t.a }
+	runs := 0
 	allocs := allocs.Count(1000, func() {
 		q.Push(tk)
 		q.Push(tk)
-		q.Drain(fn)
+		if q.Drain(fn) == 2 {
+			runs++
+		}
 	})
 	if allocs != 0 {
 		t.Fatalf("Push+Drain allocated %d times in 1000 runs", allocs)
+	}
+	if runs < 1001 || sum != uint32(2*runs) {
+		t.Fatalf("%d runs drained their two items, %d items in all", runs, sum)
 	}
 }
 
 func TestQueueOverflowNoAllocAfterGrowth(t *testing.T) {
 	q := NewQueue[token](4)
 	fn := func(*token) {}
+	short := 0
 	cycle := func() {
 		for range 20 {
 			q.Push(token{})
 		}
-		q.Drain(fn)
-		q.Drain(fn)
+		if q.Drain(fn)+q.Drain(fn) != 20 {
+			short++
+		}
 	}
 	cycle()
 	cycle() // both swap buffers have grown
 	if allocs := allocs.Count(100, cycle); allocs != 0 {
 		t.Fatalf("overflow Push+Drain allocated %d times in 100 runs after growth", allocs)
+	}
+	if short != 0 {
+		t.Fatalf("%d cycles drained fewer than their 20 items", short)
 	}
 }
 

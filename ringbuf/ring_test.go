@@ -247,13 +247,22 @@ func TestRingNoAlloc(t *testing.T) {
 	r := NewRing[token](8)
 	x := 1
 	tk := token{p: &x, a: 1, b: 2}
+	failed := 0
 	allocs := allocs.Count(1000, func() {
-		r.TryPush(tk)
-		r.TryPush(tk)
-		r.TryPop()
-		r.TryPop()
+		if !r.TryPush(tk) || !r.TryPush(tk) {
+			failed++
+		}
+		if a, ok := r.TryPop(); !ok || a != tk {
+			failed++
+		}
+		if _, ok := r.TryPop(); !ok {
+			failed++
+		}
 	})
 	if allocs != 0 {
 		t.Fatalf("TryPush+TryPop allocated %d times in 1000 runs", allocs)
+	}
+	if failed != 0 {
+		t.Fatalf("%d pushes or pops failed", failed)
 	}
 }

@@ -13,33 +13,56 @@ import (
 // Each test fails on the first allocation (see internal/allocs). Step functions are prepared
 // outside the measured function, as a service would prepare them once.
 
+// assertNoAllocs fails t if fn allocates once warm, or if a run of fn did
+// not do its work: each run checks what it did with expect, so that a path
+// that does nothing (and so allocates nothing) cannot pass.
 func assertNoAllocs(t *testing.T, name string, warm int, fn func()) {
 	t.Helper()
+	missed = 0
 	for range warm {
 		fn()
 	}
 	if n := allocs.Count(1000, fn); n != 0 {
 		t.Fatalf("%s: %d allocations in 1000 runs, want 0", name, n)
 	}
+	if missed != 0 {
+		t.Fatalf("%s: %d runs did not do their work", name, missed)
+	}
+}
+
+// expect counts a run whose work did not happen (see assertNoAllocs).
+func expect(ok bool) {
+	if !ok {
+		missed++
+	}
 }
 
 var (
 	emptyStep = func(vm.AsyncSteps, vm.Args) {}
 	sink      int64
+	missed    int
+	// ran counts the runs of countStep, an empty step that the alloc
+	// tests check ran.
+	ran       int
+	countStep = func(vm.AsyncSteps, vm.Args) { ran++ }
 )
 
 func TestZeroAllocRootLifecycle(t *testing.T) {
 	l := vm.NewLoop()
 	assertNoAllocs(t, "NewSteps+Add+Execute+RunUntilIdle+Release", 10, func() {
+		ran = 0
 		as := l.NewSteps()
-		as.Add(emptyStep)
+		as.Add(countStep)
 		as.Execute()
 		l.RunUntilIdle()
 		as.Release()
+		expect(ran == 1)
 	})
 	assertNoAllocs(t, "Spawn+RunUntilIdle", 10, func() {
-		l.Spawn(emptyStep)
+		ran = 0
+		l.Spawn(countStep)
 		l.RunUntilIdle()
+		expect(ran == 1)
 	})
 	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
 		t.Fatalf("stats after the runs: %+v", s)
@@ -50,15 +73,22 @@ func TestZeroAllocSubStepsWithValues(t *testing.T) {
 	l := vm.NewLoop()
 	s1 := func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Int(1), vm.Str("one")) }
 	s2 := func(as vm.AsyncSteps, a vm.Args) { as.Success(vm.Int(a.Int(0)+1), vm.Str("two")) }
-	s3 := func(as vm.AsyncSteps, a vm.Args) { sink += a.Int(0) + int64(len(a.String(1))) }
+	got := ""
+	s3 := func(as vm.AsyncSteps, a vm.Args) {
+		if a.Int(0) == 2 {
+			got = a.String(1)
+		}
+	}
 	parent := func(as vm.AsyncSteps, _ vm.Args) {
 		as.Add(s1)
 		as.Add(s2)
 		as.Add(s3)
 	}
 	assertNoAllocs(t, "three sub-steps with Int and Str", 10, func() {
+		got = ""
 		l.Spawn(parent)
 		l.RunUntilIdle()
+		expect(got == "two")
 	})
 }
 
@@ -71,19 +101,21 @@ func TestZeroAllocExternalValues(t *testing.T) {
 		as.WaitExternal()
 		waiting = append(waiting, as)
 	}
-	use := func(_ vm.AsyncSteps, a vm.Args) { sink += a.Int(0) + int64(a.Len()) }
+	got := 0
+	use := func(_ vm.AsyncSteps, a vm.Args) { got += int(a.Int(0)) + a.Len() }
 	flow := func(as vm.AsyncSteps, _ vm.Args) {
 		as.Add(wait)
 		as.Add(use)
 	}
 	assertNoAllocs(t, "external Success with one value and with three", 10, func() {
-		waiting = waiting[:0]
+		waiting, got = waiting[:0], 0
 		l.Spawn(flow)
 		l.Spawn(flow)
 		l.RunUntilIdle()
 		waiting[0].Success(vm.Int(1))
 		waiting[1].Success(vm.Int(1), vm.Str("two"), vm.Bool(true))
 		l.RunUntilIdle()
+		expect(got == 1+1+1+3)
 	})
 	if s := l.Stats(); s.ArenaInUse != 0 || s.RunningRoots != 0 {
 		t.Fatalf("stats after the runs: %+v", s)
@@ -92,11 +124,14 @@ func TestZeroAllocExternalValues(t *testing.T) {
 
 func TestZeroAllocRepeat(t *testing.T) {
 	l := vm.NewLoop()
-	body := func(as vm.AsyncSteps, i int) { sink += int64(i) }
+	iters := 0
+	body := func(as vm.AsyncSteps, i int) { iters++ }
 	step := func(as vm.AsyncSteps, _ vm.Args) { as.Repeat(1000, body) }
 	assertNoAllocs(t, "1,000 Repeat iterations", 3, func() {
+		iters = 0
 		l.Spawn(step)
 		l.RunUntilIdle()
+		expect(iters == 1000)
 	})
 }
 
@@ -111,22 +146,34 @@ func TestZeroAllocLoopBreak(t *testing.T) {
 	step := func(as vm.AsyncSteps, _ vm.Args) { as.Loop(body) }
 	labelled := func(as vm.AsyncSteps, _ vm.Args) { as.Loop(body, "OUTER") }
 	assertNoAllocs(t, "Loop left with Break", 10, func() {
+		n = 0
 		l.Spawn(step)
 		l.RunUntilIdle()
+		expect(n == 10)
 	})
 	assertNoAllocs(t, "labelled Loop left with Break", 10, func() {
+		n = 0
 		l.Spawn(labelled)
 		l.RunUntilIdle()
+		expect(n == 10)
 	})
 }
 
 func TestZeroAllocErrorRecovered(t *testing.T) {
 	l := vm.NewLoop()
 	failing := func(as vm.AsyncSteps, _ vm.Args) { as.Error("E", "info") }
-	handler := func(as vm.AsyncSteps, code string) { as.Success() }
+	handled := 0
+	handler := func(as vm.AsyncSteps, code string) {
+		if code == "E" {
+			handled++
+		}
+		as.Success()
+	}
 	assertNoAllocs(t, "Error recovered by its handler", 10, func() {
+		handled = 0
 		l.Spawn(failing, handler)
 		l.RunUntilIdle()
+		expect(handled == 1)
 	})
 }
 
@@ -155,19 +202,22 @@ func TestZeroAllocDeferredCancel(t *testing.T) {
 	fn := func() { sink++ }
 	assertNoAllocs(t, "Deferred+Cancel", 10, func() {
 		h := l.Deferred(time.Minute, fn)
+		armed := l.IsValid(h)
 		l.Cancel(h)
+		expect(armed && !l.IsValid(h))
 	})
 }
 
 func TestZeroAllocParallel(t *testing.T) {
 	l := vm.NewLoop()
-	branch := func(as vm.AsyncSteps, _ vm.Args) { sink++ }
 	step := func(as vm.AsyncSteps, _ vm.Args) {
-		as.Parallel().Add(branch).Add(branch).Add(branch).Add(branch)
+		as.Parallel().Add(countStep).Add(countStep).Add(countStep).Add(countStep)
 	}
 	assertNoAllocs(t, "Parallel of 4 branches", 10, func() {
+		ran = 0
 		l.Spawn(step)
 		l.RunUntilIdle()
+		expect(ran == 4)
 	})
 }
 
@@ -175,19 +225,26 @@ func TestZeroAllocParallel(t *testing.T) {
 // SuccessStep once its step has run, in a flow and in clones of a model.
 func TestZeroAllocSuccessStep(t *testing.T) {
 	l := vm.NewLoop()
-	use := func(as vm.AsyncSteps, a vm.Args) { sink += a.Int(0) + int64(len(a.String(1))) }
+	got := int64(0)
+	use := func(as vm.AsyncSteps, a vm.Args) { got += a.Int(0) + int64(len(a.String(1))) }
 	step := func(as vm.AsyncSteps, _ vm.Args) {
 		as.SuccessStep(vm.Int(1), vm.Str("one"))
 		as.Add(use)
 	}
 	assertNoAllocs(t, "SuccessStep inside a step", 10, func() {
+		got = 0
 		l.Spawn(step)
 		l.RunUntilIdle()
+		expect(got == 1+3)
 	})
 	model := l.NewSteps()
 	model.SuccessStep(vm.Int(2), vm.Str("two")).Add(use)
 	var roots [2]vm.AsyncSteps
-	assertNoAllocs(t, "clones of a model with a SuccessStep", 10, func() { runClones(l, model, roots[:]) })
+	assertNoAllocs(t, "clones of a model with a SuccessStep", 10, func() {
+		got = 0
+		runClones(l, model, roots[:])
+		expect(got == 2*(2+3))
+	})
 	model.Release()
 }
 
@@ -199,17 +256,27 @@ func TestZeroAllocManySlots(t *testing.T) {
 	l := vm.NewLoop()
 	model := emptyModel(l, steps)
 	var roots [8]vm.AsyncSteps
-	assertNoAllocs(t, "a clone of a model of 100 steps", 10, func() { runClones(l, model, roots[:1]) })
-	assertNoAllocs(t, "eight clones of the model at once", 10, func() { runClones(l, model, roots[:]) })
+	assertNoAllocs(t, "a clone of a model of 100 steps", 10, func() {
+		ran = 0
+		runClones(l, model, roots[:1])
+		expect(ran == steps)
+	})
+	assertNoAllocs(t, "eight clones of the model at once", 10, func() {
+		ran = 0
+		runClones(l, model, roots[:])
+		expect(ran == 8*steps)
+	})
 	wide := func(as vm.AsyncSteps, _ vm.Args) {
 		p := as.Parallel()
 		for range steps {
-			p.Add(emptyStep)
+			p.Add(countStep)
 		}
 	}
 	assertNoAllocs(t, "Parallel of 100 branches", 10, func() {
+		ran = 0
 		l.Spawn(wide)
 		l.RunUntilIdle()
+		expect(ran == steps)
 	})
 	model.Release()
 	if s := l.Stats(); s.ArenaInUse != 0 || s.LiveRoots != 0 {
@@ -217,11 +284,12 @@ func TestZeroAllocManySlots(t *testing.T) {
 	}
 }
 
-// emptyModel returns a root of n empty steps, never executed, to clone.
+// emptyModel returns a root of n empty steps (countStep), never executed,
+// to clone.
 func emptyModel(l *vm.Loop, n int) vm.AsyncSteps {
 	model := l.NewSteps()
 	for range n {
-		model.Add(emptyStep)
+		model.Add(countStep)
 	}
 	return model
 }
@@ -242,7 +310,8 @@ func runClones(l *vm.Loop, model vm.AsyncSteps, roots []vm.AsyncSteps) {
 
 func TestZeroAllocPostFromAnotherGoroutine(t *testing.T) {
 	l := vm.NewLoop()
-	fn := func() { sink++ }
+	posted := 0
+	fn := func() { posted++ }
 	// A long-lived goroutine posts on request, so that only Post and the
 	// loop's drain are measured, not goroutine creation.
 	req := make(chan struct{})
@@ -255,9 +324,11 @@ func TestZeroAllocPostFromAnotherGoroutine(t *testing.T) {
 	}()
 	defer close(req)
 	assertNoAllocs(t, "Post from another goroutine", 10, func() {
+		posted = 0
 		req <- struct{}{}
 		<-done
 		l.RunUntilIdle()
+		expect(posted == 1)
 	})
 }
 

@@ -504,10 +504,7 @@ func TestSemDeferredAfterHandlerPanicEscapes(t *testing.T) {
 	clk := vm.NewManualClock(time.Unix(1_700_000_000, 0))
 	l := vm.NewLoop(vm.WithClock(clk), vm.WithPanicHandler(func(v any) { panic(v) }))
 	l.Post(func() { panic("out") })
-	func() {
-		defer func() { recover() }()
-		l.RunUntilIdle()
-	}()
+	semPanicEscapes(t, l.RunUntilIdle)
 	fired := false
 	l.Deferred(10*time.Millisecond, func() { fired = true })
 	clk.Advance(10 * time.Millisecond)
@@ -515,6 +512,17 @@ func TestSemDeferredAfterHandlerPanicEscapes(t *testing.T) {
 	if !fired {
 		t.Fatal("a 10ms Deferred set between passes has not fired 10ms later")
 	}
+}
+
+// semPanicEscapes fails t unless fn panics (out of the panic handler).
+func semPanicEscapes(t *testing.T, fn func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("the panic handler's panic did not leave the pass")
+		}
+	}()
+	fn()
 }
 
 // A Deferred set in the pass that a panic out of the panic handler leaves
@@ -528,10 +536,7 @@ func TestSemDeferredBeforeHandlerPanicEscapes(t *testing.T) {
 		l.Deferred(10*time.Millisecond, func() { fired = true })
 		panic("boom")
 	})
-	func() {
-		defer func() { _ = recover() }()
-		l.RunUntilIdle()
-	}()
+	semPanicEscapes(t, l.RunUntilIdle)
 	clk.Advance(10 * time.Millisecond)
 	l.RunUntilIdle()
 	if !fired {

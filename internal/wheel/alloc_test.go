@@ -48,10 +48,16 @@ func noAllocs(t *testing.T, runs int, f func()) {
 func TestAllocsAddStop(t *testing.T) {
 	w, now := steady(1000, 10*time.Second)
 	var d int64
+	missed := 0
 	noAllocs(t, 5000, func() {
 		d = (d + 7_919_777) % int64(40*24*time.Hour)
-		w.Stop(w.Add(now+d, 1))
+		if !w.Stop(w.Add(now+d, 1)) {
+			missed++
+		}
 	})
+	if missed != 0 {
+		t.Fatalf("%d timers were not pending when stopped", missed)
+	}
 }
 
 // TestAllocsAddAfterSeal is an event loop's pass: timers set relative to
@@ -59,13 +65,19 @@ func TestAllocsAddStop(t *testing.T) {
 func TestAllocsAddAfterSeal(t *testing.T) {
 	w, now := steady(1000, 10*time.Second)
 	var d int64
+	missed := 0
 	noAllocs(t, 5000, func() {
 		d = (d + 7_919_777) % int64(40*24*time.Hour)
 		a, b := w.AddAfter(d, 1), w.AddAfter(d/2, 2)
-		w.Stop(a)
+		ok := w.Stop(a)
 		w.Seal(now)
-		w.Stop(b)
+		if !ok || !w.Stop(b) {
+			missed++
+		}
 	})
+	if missed != 0 {
+		t.Fatalf("%d runs found a timer not pending when stopped", missed)
+	}
 }
 
 func TestAllocsAddPop(t *testing.T) {

@@ -1,16 +1,27 @@
 #include "ctest.h"
 
+// nops counts the runs of the nop steps below, for benchmarks to check
+// that they ran (atomically: flows of several loops may run them at once).
+static unsigned long nops;
+
+unsigned long ctest_nops(void)
+{
+    return __atomic_load_n(&nops, __ATOMIC_RELAXED);
+}
+
 static void nop(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)bsi;
     (void)data;
     (void)args;
+    __atomic_add_fetch(&nops, 1, __ATOMIC_RELAXED);
 }
 
 static void nop_success(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)data;
     (void)args;
+    __atomic_add_fetch(&nops, 1, __ATOMIC_RELAXED);
     bsi->api->success(bsi, 0);
 }
 

@@ -141,6 +141,9 @@ func Foreign() unsafe.Pointer { return unsafe.Pointer(C.ctest_foreign()) }
 // AddNops adds n C steps that do nothing.
 func AddNops(p unsafe.Pointer, n int) { C.ctest_add_nops(bsi(p), C.int(n)) }
 
+// Nops counts the runs of the C steps of AddNop, AddNopSuccess and AddNops.
+func Nops() int { return int(C.ctest_nops()) }
+
 // String copies n bytes of C memory at p, an address C handed out.
 func String(p uintptr, n uint32) string {
 	return C.GoStringN((*C.char)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), C.int(n))

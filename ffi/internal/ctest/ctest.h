@@ -83,6 +83,7 @@ void ctest_add_object_thread(FutoInAsyncSteps* bsi);
 int ctest_complete_object(FutoInAsyncSteps* through, FutoInAsyncSteps* bsi);
 void ctest_add_refused_success(FutoInAsyncSteps* bsi, int mode, FutoInAsyncSteps* target);
 int ctest_object_cleanups(void);
+unsigned long ctest_nops(void);
 void ctest_add_cross(FutoInAsyncSteps* bsi, int mode, FutoInAsyncSteps* other);
 uint32_t ctest_last_object(void);
 int ctest_cleanups_of(uint32_t serial);
