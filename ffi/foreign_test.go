@@ -63,11 +63,17 @@ func runForeign(t *testing.T, build func(root vm.AsyncSteps)) foreignRun {
 	return run
 }
 
+// expect fails t unless the flow printed lines and ended with result and
+// code, and the engine refused none of Go's calls: a refusal made outside
+// a step fails no flow, so the count is the only sign of it.
 func (r foreignRun) expect(t *testing.T, result int, code string, lines ...string) {
 	t.Helper()
 	expectLines(t, "foreign flow", r.trace, lines...)
 	if r.result != result || r.code != code {
 		t.Errorf("flow ended %d %q, want %d %q", r.result, r.code, result, code)
+	}
+	if r.misuses != 0 {
+		t.Errorf("the engine refused %d calls during the flow", r.misuses)
 	}
 }
 

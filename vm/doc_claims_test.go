@@ -326,10 +326,9 @@ func TestDocHandleKinds(t *testing.T) {
 		native                         any
 	}
 	got := map[string]probe{}
+	destroyed := map[string]int{}
 	look := func(name string, as vm.AsyncSteps) {
-		destroyed := false
-		p := vm.FrameAlloc(as, 8, func(unsafe.Pointer) { destroyed = true })
-		_ = destroyed
+		p := vm.FrameAlloc(as, 8, func(unsafe.Pointer) { destroyed[name]++ })
 		got[name] = probe{vm.IsRoot(as), vm.IsFrame(as), vm.RootOf(as) == root, p != nil, vm.NativeRootValue(as)}
 	}
 	var stale vm.AsyncSteps
@@ -363,6 +362,11 @@ func TestDocHandleKinds(t *testing.T) {
 	for k, w := range want {
 		if got[k] != w {
 			t.Errorf("%s: %+v, want %+v", k, got[k], w)
+		}
+		// The memory of a frame's allocation is destroyed once, with its
+		// frame, which has ended by now.
+		if n := destroyed[k]; w.alloc && n != 1 || !w.alloc && n != 0 {
+			t.Errorf("%s: the allocation's destroy callback ran %d times", k, n)
 		}
 	}
 	root.Release()
