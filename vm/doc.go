@@ -154,11 +154,14 @@
 // that drives its loop (a step hands such a wait to Await). Roots come
 // from a per-loop pool; Release returns them, and a dropped root is
 // reclaimed by the garbage collector together with its arena. One dropped
-// while its flow waits for what nothing can deliver any more (no handle,
-// timer or Resumer left to complete it) is reclaimed too, without running
-// its cancel handlers or destroy callbacks, which went with it: its Future
-// reports InternalError, and a place it held in a Mutex goes to the next
-// flow queued.
+// while its flow waits for what nothing can deliver any more (no handle or
+// timer left to complete it) is reclaimed too, without running its cancel
+// handlers or destroy callbacks, which went with it: its Future reports
+// InternalError, and a place it held in a Mutex goes to the next flow
+// queued. A step that handed out a Resumer is not such a wait: a Resumer
+// is a plain value whose loss the loop cannot see, so the loop keeps the
+// root until the step ends (give the step a timeout, or Cancel the root,
+// when its Resumer may be lost).
 //
 // What a program may keep, and for how long: handles (AsyncSteps values),
 // Resumers and Handles as long as it likes, since they carry generations

@@ -20,7 +20,8 @@ type LimiterOptions struct {
 // Burst flows). A flow that finds a queue full fails with DefenseRejected
 // and the ErrorInfo "Mutex queue limit" or "Throttle queue limit".
 // Re-entry by a flow follows the Mutex and Throttle rules: it does not
-// take a second place but counts against the rate.
+// take a second place but counts against the rate. Make it with
+// NewLimiter: a flow that syncs on a zero Limiter fails with InternalError.
 type Limiter struct {
 	mutex    *Mutex
 	throttle *Throttle
@@ -54,15 +55,22 @@ func NewLimiter(l *Loop, o LimiterOptions) *Limiter {
 // Sync adds to as a step that runs fn inside the limits (ISync). Use it
 // through AsyncSteps.Sync.
 func (lm *Limiter) Sync(as AsyncSteps, fn ExecFunc, onError ErrorFunc) {
-	if lm == nil {
+	switch {
+	case lm == nil:
 		as.misuse("Sync on a nil *Limiter")
-		return
+	case lm.mutex == nil:
+		as.misuse("Sync on a zero Limiter: make it with NewLimiter")
+	default:
+		as.addSync(lm.mutex, lm.throttle, fn, onError)
 	}
-	as.addSync(lm.mutex, lm.throttle, fn, onError)
 }
 
 // Stats returns the counters of the concurrency limit (a Mutex's) and of
-// the rate limit (a Throttle's). Loop goroutine only.
+// the rate limit (a Throttle's), zero for a zero Limiter. Loop goroutine
+// only.
 func (lm *Limiter) Stats() (concurrency, rate SyncStats) {
+	if lm.mutex == nil {
+		return
+	}
 	return lm.mutex.Stats(), lm.throttle.Stats()
 }

@@ -246,3 +246,11 @@ func TestLimiterPassesValuesAtEveryEntry(t *testing.T) {
 		syIdle(t, l)
 	}
 }
+
+// A zero Limiter, which no flow can enter, has zero counters.
+func TestLimiterZeroStats(t *testing.T) {
+	c, r := new(vm.Limiter).Stats()
+	if c != (vm.SyncStats{}) || r != (vm.SyncStats{}) {
+		t.Fatalf("Stats of a zero Limiter: %+v, %+v", c, r)
+	}
+}

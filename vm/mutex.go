@@ -25,7 +25,8 @@ import (
 // flows themselves it is used from that loop's goroutine only, and a flow
 // of another loop that syncs on it fails with InternalError, without
 // reading what that loop's goroutine writes. A Mutex must not be copied
-// after first use.
+// after first use. Make it with NewMutex: a flow that syncs on a zero
+// Mutex fails with InternalError.
 type Mutex struct {
 	// l is the loop the Mutex belongs to, nil until a flow enters it.
 	// Flows of two loops may enter a new Mutex at once, each on its loop's
@@ -60,11 +61,14 @@ func NewMutex(max, maxQueue int) *Mutex {
 // Sync adds to as a step that runs fn inside the section (ISync). Use it
 // through AsyncSteps.Sync.
 func (m *Mutex) Sync(as AsyncSteps, fn ExecFunc, onError ErrorFunc) {
-	if m == nil {
+	switch {
+	case m == nil:
 		as.misuse("Sync on a nil *Mutex")
-		return
+	case m.max == 0:
+		as.misuse("Sync on a zero Mutex: make it with NewMutex")
+	default:
+		as.addSync(m, nil, fn, onError)
 	}
-	as.addSync(m, nil, fn, onError)
 }
 
 // Stats returns the Mutex's counters. Loop goroutine only.

@@ -395,8 +395,9 @@ func TestMutexLoopControl(t *testing.T) {
 	syIdle(t, l)
 }
 
-// Sync on a nil object, or on a nil pointer of a primitive, is an
-// InternalError of the flow that made the call and of no other.
+// Sync on a nil object, on a nil pointer of a primitive or on a primitive
+// not made by its constructor is an InternalError of the flow that made
+// the call and of no other.
 func TestSyncNilObject(t *testing.T) {
 	var nilMutex *vm.Mutex
 	var nilThrottle *vm.Throttle
@@ -404,11 +405,15 @@ func TestSyncNilObject(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		obj  vm.ISync
+		info string
 	}{
-		{"nil", nil},
-		{"nil *Mutex", nilMutex},
-		{"nil *Throttle", nilThrottle},
-		{"nil *Limiter", nilLimiter},
+		{"nil", nil, "Sync with a nil object or step function"},
+		{"nil *Mutex", nilMutex, "Sync on a nil *Mutex"},
+		{"nil *Throttle", nilThrottle, "Sync on a nil *Throttle"},
+		{"nil *Limiter", nilLimiter, "Sync on a nil *Limiter"},
+		{"zero Mutex", new(vm.Mutex), "Sync on a zero Mutex: make it with NewMutex"},
+		{"zero Throttle", new(vm.Throttle), "Sync on a zero Throttle: make it with NewThrottle"},
+		{"zero Limiter", new(vm.Limiter), "Sync on a zero Limiter: make it with NewLimiter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, _ := syLoop()
@@ -425,6 +430,9 @@ func TestSyncNilObject(t *testing.T) {
 			l.RunUntilIdle()
 			syExpect(t, &log, "enter good", "leave good")
 			syWant(t, fb, vm.InternalError, "bad flow")
+			if got := bad.State().ErrorInfo(); got != tc.info {
+				t.Errorf("ErrorInfo %q, want %q", got, tc.info)
+			}
 			syWant(t, fg, "ok", "good flow")
 			syEnd(t, l, m.Stats())
 		})

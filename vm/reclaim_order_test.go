@@ -688,3 +688,32 @@ func TestDroppedRootWhoseTimeoutClockPanicked(t *testing.T) {
 	semFail(t, f, vm.InternalError)
 	semClean(t, l)
 }
+
+// A flow dropped while its step waits with a Resumer handed out is kept:
+// the Resumer, a plain value, may still be used, and it completes the flow,
+// which is reclaimed then.
+func TestDroppedFlowWithResumerKept(t *testing.T) {
+	l, _ := semLoop()
+	var res vm.Resumer
+	ran := false
+	dropExecuted(l, func(as vm.AsyncSteps) {
+		as.Add(func(as vm.AsyncSteps, _ vm.Args) {
+			res = as.Resumer()
+			as.WaitExternal()
+		})
+		as.Add(func(vm.AsyncSteps, vm.Args) { ran = true })
+	})
+	l.RunUntilIdle()
+	if collectUntil(l, 5, func() bool { return l.Stats().LiveRoots == 0 }) {
+		t.Fatal("flow waiting with a Resumer reclaimed")
+	}
+	if !res.Success() {
+		t.Fatal("Resumer refused after the collections")
+	}
+	l.RunUntilIdle()
+	if !ran {
+		t.Fatal("step after the wait did not run")
+	}
+	reclaimDropped(t, l)
+	semClean(t, l)
+}

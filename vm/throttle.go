@@ -17,7 +17,8 @@ import "time"
 //
 // A Throttle runs its periods on the timers of its loop, and is used from
 // that loop's goroutine only; a flow of another loop that syncs on it
-// fails with InternalError.
+// fails with InternalError. Make it with NewThrottle: a flow that syncs on
+// a zero Throttle fails with InternalError too.
 type Throttle struct {
 	l        *Loop
 	max      int
@@ -55,11 +56,14 @@ func NewThrottle(l *Loop, max int, period time.Duration, maxQueue int) *Throttle
 // Sync adds to as a step that runs fn once the Throttle admits the flow
 // (ISync). Use it through AsyncSteps.Sync.
 func (t *Throttle) Sync(as AsyncSteps, fn ExecFunc, onError ErrorFunc) {
-	if t == nil {
+	switch {
+	case t == nil:
 		as.misuse("Sync on a nil *Throttle")
-		return
+	case t.l == nil:
+		as.misuse("Sync on a zero Throttle: make it with NewThrottle")
+	default:
+		as.addSync(t, nil, fn, onError)
 	}
-	as.addSync(t, nil, fn, onError)
 }
 
 // Stats returns the Throttle's counters; Inside is the number of entries
