@@ -26,11 +26,10 @@
 //     turn of the loop. Turns are FIFO: Execute, a completion, or a branch
 //     start queues the flow's next step behind the work already queued.
 //     (A flow whose step is ready while the run queue is otherwise empty
-//     keeps running without going through the queue, for up to 256 steps,
-//     and a loop runs up to 256 iterations that complete at once back to
-//     back; nothing can tell the difference except timers due in the same
-//     pass, such as a zero timeout. These budgets are implementation
-//     details.)
+//     keeps running without going through the queue, for up to 256 steps
+//     and loop iterations in all; nothing can tell the difference except
+//     timers due in the same pass, such as a zero timeout. This budget is
+//     an implementation detail.)
 //   - Execute does not run anything: the first step runs in a later turn.
 //   - Completion is synchronous: Success pops the step, and every enclosing
 //     step whose queue is drained completes with it, in the same call. The
@@ -89,11 +88,12 @@
 //
 // runtime.Goexit out of such code (t.FailNow in a step, say) ends the
 // goroutine that drives the loop, which nothing can prevent; the loop's
-// next pass, on any goroutine, recovers: the flow whose step function or
-// error handler did not return fails as if it had panicked, and one whose
-// cancel handler or destroy callback did not return has its other frames
-// canceled and ends with InternalError; one out of an Immediate, Deferred
-// or Post callback goes to the panic handler. The other flows go on.
+// next pass, on any goroutine, recovers: the flow whose step function,
+// loop body or error handler did not return fails as if it had panicked,
+// and one whose cancel handler or destroy callback did not return has its
+// other frames canceled and ends with InternalError; one out of an
+// Immediate, Deferred or Post callback goes to the panic handler. The
+// other flows go on.
 // (Under GODEBUG=panicnil=1, where a protected call cannot tell a Goexit
 // from a panic(nil), a Goexit is not handled.)
 //

@@ -35,7 +35,7 @@ type goexit struct {
 
 // What the code a Goexit abandoned is taken to have panicked with.
 var (
-	errGoexitStep     = &Error{Code: InternalError, Info: "runtime.Goexit in a step function, which did not return"}
+	errGoexitStep     = &Error{Code: InternalError, Info: "runtime.Goexit in a step function or loop body, which did not return"}
 	errGoexitHandler  = &Error{Code: InternalError, Info: "runtime.Goexit in an error handler, which did not return"}
 	errGoexitTeardown = &Error{Code: InternalError, Info: "runtime.Goexit in a cancel handler or Stack destroy callback: the flow could not be torn down as it was"}
 	errGoexitCallback = &Error{Code: InternalError, Info: "runtime.Goexit in a loop callback (Immediate, Deferred, Post or a root hook), which did not return"}
@@ -51,6 +51,9 @@ var (
 // being dispatched; an error handler, the innermost call's frame, in the
 // thread whose handler runs. A teardown names its root, r.
 func (l *Loop) noteGoexit(kind exitKind, r *root) any {
+	if l.cur != 0 {
+		l.exitCur, l.exitCurTh = l.cur, l.curTh
+	}
 	x := goexit{kind: kind}
 	var p any = errGoexitTeardown
 	var n *Node
@@ -61,10 +64,10 @@ func (l *Loop) noteGoexit(kind exitKind, r *root) any {
 		return errGoexitCallback
 	case exitStep:
 		p = errGoexitStep
-		if l.cur == 0 { // no thread dispatched: not a step of the loop's
+		if l.exitCur == 0 { // no thread dispatched: not a step of the loop's
 			return p
 		}
-		r, x.th = rootAt(l.cur), frameAt(l.curTh)
+		r, x.th = rootAt(l.exitCur), frameAt(l.exitCurTh)
 		n = top(x.th)
 	case exitHandler:
 		p = errGoexitHandler
@@ -94,10 +97,13 @@ func (l *Loop) noteGoexit(kind exitKind, r *root) any {
 // leaveAbandoned puts back the registers that tell the VM whose code runs,
 // as the abandoned call's caller would have: calls from outside the loop's
 // callbacks, made before the next pass, must not be taken for calls of the
-// abandoned code (a misuse of theirs would panic out of the caller). depth
-// stays raised for the next pass to recover, and cur and curTh name the
-// dispatched thread for an enclosing step's record.
+// abandoned code (a misuse of theirs would panic out of the caller), and a
+// completion from outside must queue the thread it continues rather than
+// leave it to a dispatch that is gone. depth stays raised for the next
+// pass to recover; cur and curTh wait in exitCur and exitCurTh for an
+// enclosing step's record.
 func (l *Loop) leaveAbandoned() {
+	l.cur, l.curTh = 0, 0 // see exitCur
 	l.inCall, l.teardown = 0, 0
 	l.errTh, l.errRoot = nil, 0
 	l.pend, l.raised, l.raisedIn = pending{}, nil, 0
@@ -135,6 +141,7 @@ func (l *Loop) reenter() {
 func (l *Loop) recoverExits() {
 	l.depth = 0
 	l.cur, l.curTh, l.cont = 0, 0, contNone
+	l.exitCur, l.exitCurTh = 0, 0
 	l.argsCur.clear()
 	l.argsNxt.clear()
 	l.driven = true

@@ -77,7 +77,8 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 
 // runThread runs the next step of the thread task t names, then, while the
 // run queue is empty and the budget lasts, the steps the thread schedules
-// for itself. A Sync section entered at once runs whatever is queued and
+// for itself. The budget counts steps and loop iterations alike: a loop's
+// iterations that end at once run back to back on the same budget. A Sync section entered at once runs whatever is queued and
 // however much budget is left: it is part of its OpSync step's round. The
 // thread stays the loop's current one (cur, curTh) after the turn: pass
 // restores them before it runs anything else.
@@ -120,7 +121,7 @@ func (l *Loop) runThread(t *task) {
 	dispatch:
 		switch {
 		case f.Op.IsLoop():
-			l.iterate(r, th, f)
+			budget = l.iterate(r, th, f, budget)
 		case nk == 0:
 			l.complete(r, th, f, l.argsCur)
 		default:
@@ -178,10 +179,10 @@ func (l *Loop) runThread(t *task) {
 			case opcodes.OpParallel:
 				l.startParallel(r, th, n)
 			case opcodes.OpLoop:
-				l.iterate(r, th, n)
+				budget = l.iterate(r, th, n, budget)
 			case opcodes.OpRepeat:
 				n.Ops().A = 0
-				l.iterate(r, th, n)
+				budget = l.iterate(r, th, n, budget)
 			case opcodes.OpSync:
 				l.stepSync(r, th, n)
 			default:

@@ -25,8 +25,8 @@ import (
 // One pass of the loop runs the immediate work queued when the pass starts
 // (a callback, or one step of a flow), then the timers that are due. A flow
 // whose next step is ready while nothing else is queued keeps running in
-// the same pass, up to 256 steps, so a lone flow does not pay a queue
-// round trip per step.
+// the same pass, up to 256 steps and loop iterations, so a lone flow does
+// not pay a queue round trip per step.
 type Loop struct {
 	clock  Clock
 	custom bool         // clock is not the system clock
@@ -113,6 +113,10 @@ type Loop struct {
 	// exits records the calls a runtime.Goexit out of user code abandoned,
 	// innermost first, for the next pass to recover (see goexit.go).
 	exits []goexit
+	// exitCur and exitCurTh are cur and curTh as a Goexit found them,
+	// which noteGoexit clears: the outermost abandoned call may be a step
+	// of that thread, and it is noted last.
+	exitCur, exitCurTh uintptr
 }
 
 // Node is the encoded step record the interpreter works on.

@@ -135,36 +135,46 @@ func (as AsyncSteps) loopCtl(u *unwinding, label []string) {
 // iterate runs the next iteration of loop frame L, or completes L when a
 // Repeat has run its count. Iterations whose body returns without adding
 // sub-steps or waiting complete on the spot, and while nothing else is
-// queued the next one runs in the same turn (as the inline continuation
-// would), reusing the iteration frame and the protected call: an empty
-// iteration costs a call.
-func (l *Loop) iterate(r *root, th, L *Node) {
+// queued and the dispatch's budget lasts the next one runs in the same
+// turn (as the inline continuation would), reusing the iteration frame and
+// the protected call: an empty iteration costs a call. The first iteration
+// is the dispatch round's own; iterate returns the budget the others left.
+func (l *Loop) iterate(r *root, th, L *Node, budget int) int {
 	thSeq := th.Seq
 	var as AsyncSteps
-	live, p := l.callIterations(r, th, L, &as)
+	live, p, budget := l.callIterations(r, th, L, &as, budget)
 	n := as.n
 	if n == nil { // the Repeat has run its count
 		l.complete(r, th, L, nil)
-		return
+		return budget
 	}
 	if live && n.Head != 0 && l.raised == nil {
 		l.schedule(r, th, nil) // after's common case in line: the body added steps
-		return
+		return budget
 	}
 	l.after(r, th, thSeq, as, p)
+	return budget
 }
 
 // callIterations runs iterations of L under one recover until one does not
-// end by implicit success, the budget runs out, other work is queued, or a
+// end by implicit success, budget runs out, other work is queued, or a
 // Repeat has run its count (as.n is nil then). as is the handle of the last
 // iteration run; live reports returnedLive of its call, which the loop has
-// tested already.
-func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, p any) {
+// tested already; left is what remains of budget.
+func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps, budget int) (live bool, p any, left int) {
 	prev := l.enter(0)
 	returned := false
 	defer func() {
 		if !returned { // as in callExec
-			p = recover() // after takes what the iteration raised
+			left = budget
+			// after takes what the iteration raised.
+			if p = recover(); p == nil && goexits {
+				// A Goexit: the body is a step of the dispatched thread,
+				// its frame the top one; depth stays raised for the next
+				// pass to recover (see goexit.go).
+				p = l.noteGoexit(exitStep, nil)
+				return
+			}
 			// live may still be an earlier iteration's, which ended at
 			// once: iterate would schedule the sub-steps this one added
 			// and drop what it raised.
@@ -182,14 +192,14 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 	} else {
 		loop, _ = r.slot(L.Fn).(func(AsyncSteps))
 	}
-	for budget := inlineBudget; ; budget-- {
+	for ; ; budget-- {
 		var i uint64
 		if rep != nil {
 			o := L.Ops()
 			if o.A >= o.B {
 				*as = AsyncSteps{}
 				returned = true
-				return false, nil
+				return false, nil, budget
 			}
 			i = o.A
 			o.A++
@@ -218,9 +228,9 @@ func (l *Loop) callIterations(r *root, th, L *Node, as *AsyncSteps) (live bool, 
 		l.inCall = 0
 		live = r.runEpoch == epoch && it.Seq == as.seq && th.Ops().Top() == itk
 		if !live || it.Head != 0 || it.Next != 0 || it.Flags != opcodes.FlagRunning ||
-			budget == 0 || l.runq.len() > 0 || l.raised != nil {
+			budget <= 0 || l.runq.len() > 0 || l.raised != nil {
 			returned = true
-			return live, nil // the caller finishes this iteration as any step
+			return live, nil, budget // the caller finishes this iteration as any step
 		}
 		th.Ops().SetTop(Lk) // implicit success: park the frame for the next iteration
 		L.Flags &^= opcodes.FlagChild

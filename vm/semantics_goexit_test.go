@@ -55,20 +55,31 @@ func semGoexitAfter(t *testing.T, l *vm.Loop, complete func(), fb *vm.Future, ro
 	semNextRootWorks(t, l)
 }
 
-// A Goexit in a step function is an InternalError of its step; one in an
-// error handler, an InternalError the handler raised. The outer handler
-// gets it, with ErrorInfo and LastException saying what happened, and may
-// recover.
+// A Goexit in a step function or loop body is an InternalError of its
+// step; one in an error handler, an InternalError the handler raised. The
+// outer handler gets it, with ErrorInfo and LastException saying what
+// happened, and may recover.
 func TestGoexitInStepOrErrorHandler(t *testing.T) {
 	for _, tc := range []struct {
-		where string
-		inner vm.ExecFunc
-		eh    vm.ErrorFunc
+		name, where string
+		inner       vm.ExecFunc
+		eh          vm.ErrorFunc
 	}{
-		{"step function", func(vm.AsyncSteps, vm.Args) { runtime.Goexit() }, nil},
-		{"error handler", func(as vm.AsyncSteps, _ vm.Args) { as.Error("Mine") }, func(vm.AsyncSteps, string) { runtime.Goexit() }},
+		{"step function", "step function", func(vm.AsyncSteps, vm.Args) { runtime.Goexit() }, nil},
+		{"error handler", "error handler", func(as vm.AsyncSteps, _ vm.Args) { as.Error("Mine") }, func(vm.AsyncSteps, string) { runtime.Goexit() }},
+		{"Loop body", "loop body", func(as vm.AsyncSteps, _ vm.Args) {
+			as.Loop(func(vm.AsyncSteps) { runtime.Goexit() })
+		}, nil},
+		{"Repeat body in line", "loop body", func(as vm.AsyncSteps, _ vm.Args) {
+			// Iterations 0-4 end at once: the sixth runs in the same call.
+			as.Repeat(10, func(_ vm.AsyncSteps, i int) {
+				if i == 5 {
+					runtime.Goexit()
+				}
+			})
+		}, nil},
 	} {
-		t.Run(tc.where, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			l, _ := semLoop()
 			complete, fb, bystander := semGoexitBystander(l)
 			root := l.NewSteps()
@@ -272,4 +283,41 @@ func TestGoexitThenCallsFromOutside(t *testing.T) {
 	other.Release()
 	semClean(t, l)
 	semNextRootWorks(t, l)
+}
+
+// A step or loop body that a Goexit abandoned may still be completed from
+// outside before the next pass: the flow goes on in a turn of its own.
+// (The completion used to be taken for the abandoned dispatch's, which
+// went on in line with it, and the flow never completed.)
+func TestGoexitThenCompletedFromOutside(t *testing.T) {
+	for _, where := range []string{"step", "loop body"} {
+		t.Run(where, func(t *testing.T) {
+			l, _ := semLoop()
+			root := l.NewSteps()
+			var h vm.AsyncSteps
+			abandon := func(as vm.AsyncSteps) {
+				if h == (vm.AsyncSteps{}) {
+					h = as
+					runtime.Goexit()
+				}
+				as.Break()
+			}
+			if where == "step" {
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) { abandon(as) })
+			} else {
+				root.Loop(abandon)
+			}
+			root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(vm.Str("after")) })
+			f := root.Promise()
+			semGoexitDrive(l.RunUntilIdle)
+			h.Success()
+			l.RunUntilIdle()
+			if got := semOK(t, f); got.String(0) != "after" {
+				t.Fatalf("the flow ended with %v", got.Values())
+			}
+			root.Release()
+			semClean(t, l)
+			semNextRootWorks(t, l)
+		})
+	}
 }

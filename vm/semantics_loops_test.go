@@ -445,7 +445,9 @@ func TestSemLoopStaleIterationHandle(t *testing.T) {
 
 // A loop that never waits does not starve the rest of the loop: timers,
 // other flows' steps and Immediate callbacks get their turns, so a flag
-// they set can end it.
+// they set can end it. A lone loop's pass runs some 256 iterations; a
+// timer that was due waited for 66,049 when the dispatch's budget and the
+// loop's own were nested rather than shared.
 func TestSemBusyLoopIsFair(t *testing.T) {
 	for _, by := range []string{"timer", "immediate", "other flow", "post"} {
 		t.Run(by, func(t *testing.T) {
@@ -480,7 +482,7 @@ func TestSemBusyLoopIsFair(t *testing.T) {
 			semOK(t, f)
 			// A Post comes from another goroutine, whenever it is scheduled:
 			// only its delivery is checked.
-			if iters > 100_000 && by != "post" {
+			if iters > 1_000 && by != "post" {
 				t.Fatalf("the flag took %d iterations to be seen", iters)
 			}
 		})

@@ -321,13 +321,14 @@ func (m *machine) branchDone(b *thread) {
 // iterate runs the next iteration of loop frame L, or completes L when its
 // count is reached. An iteration whose body returns with nothing to wait
 // for ends on the spot, and while nothing else is queued the next one runs
-// in the same instruction, up to inlineBudget more: the VM's iterate and
-// callIterations, which count an instruction against the turn's budget
-// (runTask) once for all of them. A completion posted meanwhile waits
-// for all of them (a Resumer's; a 0 ms timer's).
+// in the same instruction while the turn's budget (runTask) lasts: the
+// VM's iterate and callIterations, where the first iteration is the
+// instruction's own and each further one takes one of the budget. A
+// completion posted meanwhile waits for all of them (a Resumer's; a 0 ms
+// timer's).
 func (m *machine) iterate(L *frame) {
 	th := L.th
-	for budget := inlineBudget; ; budget-- {
+	for ; ; m.budget-- {
 		if L.count >= 0 && L.next >= L.count {
 			m.complete(L, nil)
 			return
@@ -349,7 +350,7 @@ func (m *machine) iterate(L *frame) {
 		out := m.exec(it, L.body, prog.Scope{}, false)
 		plain := it.alive && th.top == it && out.kind == outReturn && len(it.queue) == 0 &&
 			!it.waitExt && it.timer == nil && it.onCancel == nil && len(it.allocs) == 0
-		if !plain || budget == 0 || len(m.queue) > 0 {
+		if !plain || m.budget <= 0 || len(m.queue) > 0 {
 			m.after(it, out)
 			return
 		}

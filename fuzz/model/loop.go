@@ -154,14 +154,14 @@ func (m *machine) runTask(t *task) {
 	}
 	m.cur = th
 	args := t.args
-	for budget := inlineBudget; ; budget-- {
+	for m.budget = inlineBudget; ; m.budget-- {
 		m.cont = false
 		m.step(th, args)
 		if !m.cont {
 			break
 		}
 		m.cont = false
-		if budget == 0 || len(m.queue) > 0 {
+		if m.budget <= 0 || len(m.queue) > 0 {
 			m.push(th, m.contArgs)
 			break
 		}

@@ -21,8 +21,8 @@
 //     already queued; the flow whose turn it is decides at the end of its
 //     turn, and continues in the same turn when nothing else is queued, up
 //     to inlineBudget times (vm/doc.go, vm.Loop's comment); iterations
-//     that end on the spot count once for up to inlineBudget+1 of them
-//     (iterate). A completion that a Resumer posts meanwhile, or a timer
+//     that end on the spot run back to back on the same budget, the first
+//     of them as the instruction's own (iterate). A completion that a Resumer posts meanwhile, or a timer
 //     due in the pass that set it (a timeout or cancel of 0 ms, which
 //     prog.Generate never makes), reaches the flow after the turn.
 //   - Completion is synchronous: a step's success ends it and every
@@ -97,6 +97,7 @@ type machine struct {
 	cur      *thread
 	cont     bool
 	contArgs []prog.Value
+	budget   int // what is left of the turn's inlineBudget (runTask, iterate)
 	inCancel int // cancel handlers running
 }
 
