@@ -226,6 +226,47 @@ func ExampleLoop_Iterate() {
 	// haveWork false delay 0s
 }
 
+// A foreign event loop that drives the loop with Iterate sleeps on its own
+// channel when the loop has nothing to do; WithWakeup signals it when work
+// comes from another goroutine, here a worker's completion of a waiting
+// step.
+func ExampleWithWakeup() {
+	wake := make(chan struct{}, 1)
+	l := vm.NewLoop(vm.WithWakeup(func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a wakeup is pending already
+		}
+	}))
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		as.WaitExternal()
+		go func(r vm.Resumer) { r.Success(vm.Str("from a worker")) }(as.Resumer())
+	})
+	root.Add(func(as vm.AsyncSteps, args vm.Args) { fmt.Println("got", args.String(0)) })
+	f := root.Promise()
+	for {
+		haveWork, delay := l.Iterate()
+		select {
+		case <-f.Done(): // the foreign loop would go on with its own work
+			return
+		default:
+		}
+		switch {
+		case haveWork && delay == 0:
+		case haveWork: // only timers: sleep until the first, or a wakeup
+			select {
+			case <-wake:
+			case <-time.After(delay):
+			}
+		default:
+			<-wake
+		}
+	}
+	// Output:
+	// got from a worker
+}
+
 // Spawn runs a one-step flow on a pooled root and releases the root when
 // the flow completes: the flow-per-request pattern, with nothing to clean
 // up afterwards.

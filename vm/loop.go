@@ -70,6 +70,7 @@ type Loop struct {
 	driven bool
 
 	onPanic func(any)
+	onWake  func() // WithWakeup's; read by any goroutine, set only by NewLoop
 	panics  int64
 
 	pool    []*root
@@ -159,6 +160,19 @@ func WithRootPool(n int) LoopOption {
 // dropped, so that one callback cannot stop the loop.
 func WithPanicHandler(fn func(v any)) LoopOption {
 	return func(l *Loop) { l.onPanic = fn }
+}
+
+// WithWakeup sets a function that the loop calls whenever work for it
+// arrives from outside its passes: a Post, a Resumer's completion, a
+// ManualClock's Advance, a root the program dropped for the loop to
+// reclaim. A foreign event loop that drives the loop with Iterate uses it
+// to learn that a pass is due while it waits (Run needs none). fn may be
+// called from any goroutine, the garbage collector's cleanups included,
+// and more than once per pass: it must return at once (send on a buffered
+// channel without blocking, write to an eventfd) and must not call the
+// loop, which the caller may be running.
+func WithWakeup(fn func()) LoopOption {
+	return func(l *Loop) { l.onWake = fn }
 }
 
 // Unbounded is the queue limit that means no limit (see NewMutex).
@@ -464,8 +478,11 @@ func (l *Loop) wake() {
 	l.rouse()
 }
 
-// rouse wakes Run if it sleeps.
+// rouse wakes Run if it sleeps, and a foreign driver (WithWakeup).
 func (l *Loop) rouse() {
+	if l.onWake != nil {
+		l.onWake()
+	}
 	if l.sleeping.Load() != 0 {
 		select {
 		case l.wakeCh <- struct{}{}:

@@ -1141,3 +1141,59 @@ func TestSemRunWhileRunning(t *testing.T) {
 		t.Fatalf("Run after the first returned: %v", err)
 	}
 }
+
+// WithWakeup's function hears of each arrival from outside the loop's
+// passes before the call that brings it returns, on that call's goroutine,
+// so that a foreign loop sleeping until it is told misses nothing: a Post,
+// a Resumer's completion, an Advance of the loop's ManualClock, a dropped
+// root's reclaim.
+func TestSemWakeupHearsOfOutsideWork(t *testing.T) {
+	clk := vm.NewManualClock(time.Unix(0, 0))
+	var wakes atomic.Int32
+	l := vm.NewLoop(vm.WithClock(clk), vm.WithWakeup(func() { wakes.Add(1) }))
+	elsewhere := func(fn func() bool) {
+		done := make(chan bool)
+		go func() { done <- fn() }()
+		if !<-done {
+			t.Fatal("the loop refused the call")
+		}
+	}
+	expect := func(what string, fn func()) {
+		t.Helper()
+		before := wakes.Load()
+		fn()
+		if wakes.Load() == before {
+			t.Fatalf("%s: no wakeup", what)
+		}
+	}
+	var res vm.Resumer
+	root := l.NewSteps()
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+		res = as.Resumer()
+		as.SetTimeout(time.Second)
+	})
+	root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.SetTimeout(time.Millisecond) })
+	f := root.Promise()
+	l.RunUntilIdle()
+	if wakes.Load() != 0 {
+		t.Fatalf("%d wakeups from the loop's own work", wakes.Load())
+	}
+	posted := false
+	expect("Post", func() { elsewhere(func() bool { return l.Post(func() { posted = true }) }) })
+	expect("Resumer", func() { elsewhere(func() bool { return res.Success() }) })
+	l.RunUntilIdle()
+	expect("Advance", func() { clk.Advance(time.Millisecond) })
+	l.RunUntilIdle()
+	if !posted {
+		t.Fatal("the post did not run")
+	}
+	semFail(t, f, vm.Timeout) // the second step's, after the Advance
+	root.Release()
+	before := wakes.Load()
+	dropWaitingRoots(l, 1)
+	if !collectUntil(l, 100, func() bool { return wakes.Load() > before }) {
+		t.Fatal("a dropped root's reclaim: no wakeup")
+	}
+	reclaimDropped(t, l)
+	semClean(t, l)
+}
