@@ -112,8 +112,13 @@
 // caller's FutoInArgs, also when it is refused (a NULL or stale record, as
 // of a completion that comes after the step timed out; a call ignored
 // after handle_error) or fails on a value it cannot read, and then runs
-// their cleanups at once. Values lent to the calling C step that it passes
-// back stay as they are: they are stepvm's. So does a custom object lent to
+// their cleanups at once. (One from another thread that the loop accepts
+// and then drops, as when the step times out before the loop takes the
+// completion, leaves the custom objects it made to the garbage collector,
+// which runs their cleanups as for any Object dropped: the loop drops
+// values without a word.) Values lent to the calling C step that it passes
+// back stay as they are, a string with NULs in it too: they are stepvm's.
+// So does a custom object lent to
 // a C step whose call runs on, passed on by C code that stepvm runs during
 // that call (a cancel handler, the cleanup of stack memory): it is valid
 // until that call returns.

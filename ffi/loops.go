@@ -46,6 +46,11 @@ type loopState struct {
 	// one C kept from an earlier call is told from the value lent at its
 	// position now (see cArgs); lends counts the stamps handed out.
 	lentID, lends uint64
+	// lentArgs and lentSize are the FutoInArgs lent to the innermost C
+	// step and the size of its block, strings included (cArgs): a string
+	// of it that C passes back is read to its length, NULs and all.
+	lentArgs unsafe.Pointer
+	lentSize int
 
 	// lentObjs holds the Objects lent to the C steps whose calls run, the
 	// innermost call's last, and which were passed on: not only the
@@ -230,14 +235,16 @@ type callSave struct {
 	lentAt, lentLen int
 	stash           any
 	lentID          uint64
+	lentArgs        unsafe.Pointer
+	lentSize        int
 }
 
 // enter records the start of a C call for frame (zero if none), lent no
 // values yet. The stamp of the values lent before stays: a call that lends
 // new ones stamps them (cArgs).
 func (ls *loopState) enter(frame vm.AsyncSteps) callSave {
-	s := callSave{ls.frame, ls.lentAt, len(ls.lent), ls.stash, ls.lentID}
-	ls.frame, ls.lentAt, ls.stash = frame, 0, nil
+	s := callSave{ls.frame, ls.lentAt, len(ls.lent), ls.stash, ls.lentID, ls.lentArgs, ls.lentSize}
+	ls.frame, ls.lentAt, ls.stash, ls.lentArgs, ls.lentSize = frame, 0, nil, nil, 0
 	return s
 }
 
@@ -249,6 +256,7 @@ func (ls *loopState) leave(s callSave) any {
 		ls.lent = ls.lent[:s.lentLen]
 	}
 	ls.frame, ls.lentAt, ls.stash, ls.lentID = s.frame, s.lentAt, s.stash, s.lentID
+	ls.lentArgs, ls.lentSize = s.lentArgs, s.lentSize
 	return stash
 }
 

@@ -171,6 +171,7 @@ func (ls *loopState) cArgs(args *vm.Args) (*C.FutoInArgs, int) {
 		}
 	}
 	p := ls.scratch.Alloc(uintptr(size))
+	ls.lentArgs, ls.lentSize = p, size
 	a := (*cargs)(p)
 	extra := unsafe.Add(p, C.sizeof_FutoInArgs)
 	for i := range n {
@@ -298,7 +299,25 @@ func (ls *loopState) value(owner *loopRes, b *binval) (vm.Value, int, string) {
 	if uint8(b.typ.flags) == C.FTN_TYPE_CUSTOM_OBJECT {
 		return ls.object(owner, b)
 	}
+	if s, ok := ls.lentString(b); ok {
+		return vm.Str(s), dispCopied, ""
+	}
 	return plainValue(b)
+}
+
+// lentString reads a string stepvm lent to the innermost C step, which
+// that step passes back: to its length, as a Go string may hold NULs,
+// which a string from C may not before its length (cString).
+func (ls *loopState) lentString(b *binval) (string, bool) {
+	if ls.lentArgs == nil || b.typ != &C.stepvm_base_types[C.FTN_TYPE_STRING] {
+		return "", false
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&b.u))
+	start, end := uintptr(ls.lentArgs), uintptr(ls.lentArgs)+uintptr(ls.lentSize)
+	if at := uintptr(p); at < start || at >= end || uint64(end-at) <= uint64(b.length) {
+		return "", false // not within the block, NUL included
+	}
+	return C.GoStringN((*C.char)(p), C.int(b.length)), true
 }
 
 // plainValue copies a C value that is not a custom object.
@@ -319,7 +338,7 @@ func plainValue(b *binval) (vm.Value, int, string) {
 		s, bad := cString(&b.u, b.length, 4)
 		return vm.Str(s), dispCopied, bad
 	case C.FTN_TYPE_BOOL:
-		return vm.Bool(*(*bool)(u)), dispCopied, ""
+		return vm.Bool(*(*uint8)(u) != 0), dispCopied, "" // not read as a bool: see array
 	case C.FTN_TYPE_INT8:
 		return vm.Int(int64(*(*int8)(u))), dispCopied, ""
 	case C.FTN_TYPE_INT16:

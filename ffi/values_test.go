@@ -3,6 +3,7 @@
 package ffi_test
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
@@ -55,6 +56,11 @@ func TestValuesFromC(t *testing.T) {
 		for i, w := range tc.want {
 			if got[i].Kind() != w.kind || !reflect.DeepEqual(got[i].Any(), w.v) {
 				t.Errorf("group %d value %d = %v %#v, want %v %#v", tc.group, i, got[i].Kind(), got[i].Any(), w.kind, w.v)
+			}
+			// A bool is one of two Values: a byte of 2 must not make a third
+			// (its Int would be 2).
+			if b := got[i]; b.Kind() == vm.KindBool && b != vm.Bool(b.Bool()) {
+				t.Errorf("group %d value %d: a bool that is not vm.Bool(%v) (Int %d)", tc.group, i, b.Bool(), b.Int())
 			}
 		}
 		if n := ctest.Cleanups(); n != tc.cleanups {
@@ -164,6 +170,25 @@ func TestValuesToC(t *testing.T) {
 	)
 	if len(got) != 3 || got[0].Any() != x || got[1].String() != "kept" || got[2].Any() != y {
 		t.Fatalf("forwarded through C: %v", got)
+	}
+}
+
+// Values lent to a C step that it passes back stay as they are: a string
+// with NULs in it too, which a string made by C may not hold before its
+// length. (It used to fail the flow: "a NUL at 1".)
+func TestValuesPassedBackAsTheyAre(t *testing.T) {
+	in := []vm.Value{vm.Str("a\x00b\x00"), vm.Str(""), vm.Bytes([]byte{0, 0}), vm.Uint(math.MaxUint64)}
+	got := captureFrom(t, func(root vm.AsyncSteps) {
+		root.Add(func(as vm.AsyncSteps, _ vm.Args) { as.Success(in...) })
+		ctest.Forward(ffi.Binary(root))
+	})
+	if len(got) != len(in) {
+		t.Fatalf("passed back through C: %d values, want %d", len(got), len(in))
+	}
+	for i := range in {
+		if got[i].Kind() != in[i].Kind() || !reflect.DeepEqual(got[i].Any(), in[i].Any()) {
+			t.Errorf("value %d passed back through C: %v %#v, want %v %#v", i, got[i].Kind(), got[i].Any(), in[i].Kind(), in[i].Any())
+		}
 	}
 }
 
