@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stepvm/stepvm/vm"
 )
@@ -295,6 +296,53 @@ func TestSemCancelHandlerCannotComplete(t *testing.T) {
 	semExpect(t, &log, "cancel")
 	if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
 		t.Fatalf("Future error = %v, want ErrCanceled", err)
+	}
+}
+
+// Calls through the handle of a step being torn down do nothing, Error
+// included: the cancel handler or destroy callback that makes them goes on
+// past them, and the flow ends canceled. (Error used to leave the callback
+// there, skipping the rest of its cleanup.)
+func TestSemTeardownCallsThroughOwnHandleReturn(t *testing.T) {
+	for _, where := range []string{"cancel handler", "destroy callback"} {
+		for _, call := range []string{"Success", "Error"} {
+			t.Run(where+"/"+call, func(t *testing.T) {
+				l, _ := semLoop()
+				var log semLog
+				root := l.NewSteps()
+				root.Add(func(as vm.AsyncSteps, _ vm.Args) {
+					cleanup := func() {
+						log.add("before")
+						if call == "Success" {
+							as.Success(vm.Int(1))
+						} else {
+							as.Error("Late", "from the teardown")
+						}
+						log.add("after")
+					}
+					if where == "cancel handler" {
+						as.SetCancel(func(vm.AsyncSteps) { cleanup() })
+					} else {
+						as.StackRaw(8, func(unsafe.Pointer) { cleanup() })
+						as.WaitExternal()
+					}
+				})
+				root.Add(log.step("next never"))
+				f := root.Promise()
+				l.RunUntilIdle()
+				root.Cancel()
+				l.RunUntilIdle()
+				semExpect(t, &log, "before", "after")
+				if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+					t.Fatalf("Future error = %v, want ErrCanceled", err)
+				}
+				if info := root.State().ErrorInfo(); info != "" {
+					t.Fatalf("ErrorInfo %q, want none", info)
+				}
+				root.Release()
+				semClean(t, l)
+			})
+		}
 	}
 }
 

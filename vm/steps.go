@@ -549,7 +549,9 @@ func (as AsyncSteps) Success(vals ...Value) {
 // a panic the function must let pass (IsUnwinding reports it); a function
 // that recovers it and goes on fails its flow with InternalError.
 // Called from elsewhere on the loop (say, a timer callback while the step
-// waits for an external event) it delivers the error and returns.
+// waits for an external event) it delivers the error and returns; from
+// the step's own cancel handler or Stack destroy callback, it returns and
+// does nothing, as the step is ending already.
 func (as AsyncSteps) Error(code string, info ...string) {
 	n, ok := as.frame()
 	if !ok {
@@ -574,11 +576,18 @@ func (as AsyncSteps) Error(code string, info ...string) {
 		inf = "Error(" + code + ") after sub-steps were added: a step with sub-steps completes when they do"
 		code = InternalError
 	}
-	if frameID(n) == l.inCall || n.Flags&opcodes.FlagCanceling != 0 {
-		l.pend.code = code
-		if n.Flags&opcodes.FlagCanceling != 0 {
-			l.raiseInCall(unwindError) // recorded, when called from an error handler, as its own
+	if n.Flags&opcodes.FlagCanceling != 0 {
+		if l.inCall == 0 {
+			// From a cancel handler or destroy callback, which runs in
+			// no step's call: calls through the handle of a step being
+			// torn down do nothing.
+			return
 		}
+		l.pend.code = code
+		l.raiseInCall(unwindError) // recorded, when called from an error handler, as its own
+	}
+	if frameID(n) == l.inCall {
+		l.pend.code = code
 		r.st().recordError(code, inf)
 		l.raiseInCall(unwindError)
 	}
