@@ -166,17 +166,35 @@ func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 	// A refused success takes its values all the same: the custom objects
 	// among them are released at once, here or on the loop.
 	if res != (vm.Resumer{}) { // finishAway's common case, without its closure
-		if !res.Success(vals[:n]...) {
+		var release func() // for objects the loop accepts and then drops
+		if hasObjects(vals[:n]) {
+			late, target := vals, e.ls
+			release = func() { releaseObjects(target, late[:n]) }
+		}
+		if !res.SuccessOrRelease(release, vals[:n]...) {
 			releaseObjects(ls, vals[:n])
 		}
 		return
 	}
-	late := vals // the closure's own copy: vals stays on the stack
+	late, target := vals, e.ls // the closure's own copy: vals stays on the stack
 	e.finishAway(gen, res, func(r vm.Resumer) {
-		if !r.Success(late[:n]...) {
-			releaseObjects(e.ls, late[:n])
+		release := func() { releaseObjects(target, late[:n]) }
+		if !r.SuccessOrRelease(release, late[:n]...) {
+			release()
 		}
 	})
+}
+
+// hasObjects reports whether vals hold custom objects.
+func hasObjects(vals []vm.Value) bool {
+	for _, v := range vals {
+		if v.Kind() == vm.KindAny {
+			if _, ok := v.Any().(*Object); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // releaseObjects releases the custom objects among vals, which no step

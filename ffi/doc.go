@@ -114,9 +114,8 @@
 // after handle_error) or fails on a value it cannot read, and then runs
 // their cleanups at once. (One from another thread that the loop accepts
 // and then drops, as when the step times out before the loop takes the
-// completion, leaves the custom objects it made to the garbage collector,
-// which runs their cleanups as for any Object dropped: the loop drops
-// values without a word.) Values lent to the calling C step that it passes
+// completion, has the custom objects it made cleaned up as the loop drops
+// it.) Values lent to the calling C step that it passes
 // back stay as they are, a string with NULs in it too: they are stepvm's.
 // So does a custom object lent to
 // a C step whose call runs on, passed on by C code that stepvm runs during

@@ -19,7 +19,9 @@ import (
 // exactly once, at once. Refused, such values used to be left in the
 // caller's FutoInArgs, and their cleanups never ran. The commonest case is
 // a C library's I/O completing after the step timed out, on a thread of
-// its own.
+// its own. A success accepted from another thread that the loop drops, as
+// the step ended before the loop took it, has the object cleaned up as the
+// loop drops it (it used to wait for the garbage collector).
 func TestRefusedSuccessTakesValues(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -57,6 +59,19 @@ func TestRefusedSuccessTakesValues(t *testing.T) {
 			taken := make(chan bool)
 			go func() { taken <- ctest.CompleteObject(rec, rec) }()
 			return <-taken
+		}},
+		{"accepted from another thread, then dropped as the step ends first", func(t *testing.T, l *vm.Loop, _ *vm.ManualClock) bool {
+			root, f, rec := waitingCStep(l)
+			taken := make(chan bool)
+			go func() { taken <- ctest.CompleteObject(rec, rec) }()
+			ok := <-taken
+			root.Cancel() // before the loop takes the completion, which it then drops
+			l.RunUntilIdle()
+			if _, err := result(t, f); err != vm.ErrCanceled {
+				t.Fatalf("flow error %v, want ErrCanceled", err)
+			}
+			root.Release()
+			return ok
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,11 +254,7 @@ func TestLentObjectPassedToAnotherLoopsThread(t *testing.T) {
 // collector.
 func TestSecondSuccessFromAfarReleasesItsObject(t *testing.T) {
 	l, _ := newLoop()
-	root := l.NewSteps()
-	ctest.AddWait(ffi.Binary(root))
-	f := root.Promise()
-	l.RunUntilIdle()
-	rec := ctest.Waiting()
+	root, f, rec := waitingCStep(l)
 	taken := make(chan bool)
 	go func() { taken <- ctest.CompleteObject(rec, rec) && ctest.CompleteObject(rec, rec) }()
 	if !<-taken {
@@ -332,4 +343,14 @@ func TestObjectReleasedOffItsLoop(t *testing.T) {
 		t.Fatalf("the object's cleanup ran %d times, want once", n)
 	}
 	root.Release()
+}
+
+// waitingCStep starts a flow on l whose C step waits for an external
+// event, and returns its root, its Future and the step's record.
+func waitingCStep(l *vm.Loop) (vm.AsyncSteps, *vm.Future, unsafe.Pointer) {
+	root := l.NewSteps()
+	ctest.AddWait(ffi.Binary(root))
+	f := root.Promise()
+	l.RunUntilIdle()
+	return root, f, ctest.Waiting()
 }

@@ -12,7 +12,7 @@ import (
 // second one, or one that comes after the step ended (by timeout, cancel or
 // a completion through its handle), returns false and changes nothing. A
 // completion that races with the step's end may be accepted and then
-// dropped by the loop.
+// dropped by the loop (SuccessOrRelease hears of it).
 type Resumer struct {
 	l    *Loop
 	slot uint32
@@ -57,7 +57,16 @@ func (rs Resumer) claim() bool {
 // Success completes the step with up to four values. Any goroutine. With
 // more, it fails the step with InternalError instead, as Success through
 // the step's handle does, and returns false.
-func (rs Resumer) Success(vals ...Value) bool {
+func (rs Resumer) Success(vals ...Value) bool { return rs.SuccessOrRelease(nil, vals...) }
+
+// SuccessOrRelease is Success for values that hold resources (files,
+// buffers, C objects) which must not wait for the garbage collector when
+// no step gets them. A completion it accepts can still be dropped, when
+// the step ends first (a timeout, a cancel) before the loop takes it: the
+// loop then calls release on its goroutine, as it would an Immediate
+// callback. When SuccessOrRelease returns false, the values are the
+// caller's, and release is not called. A nil release is Success.
+func (rs Resumer) SuccessOrRelease(release func(), vals ...Value) bool {
 	if len(vals) > MaxArgs {
 		rs.Error(InternalError, "Resumer.Success with more than 4 values")
 		return false
@@ -65,7 +74,7 @@ func (rs Resumer) Success(vals ...Value) bool {
 	if !rs.claim() {
 		return false
 	}
-	in := inbound{slot: rs.slot, gen: rs.gen}
+	in := inbound{fn: release, slot: rs.slot, gen: rs.gen}
 	in.args.set(vals)
 	rs.l.inbox.Push(in)
 	rs.l.wake()
@@ -88,11 +97,12 @@ func (rs Resumer) Error(code, info string) bool {
 // resume delivers a Resumer's completion on the loop.
 func (l *Loop) resume(in *inbound) {
 	s := l.resumers.get(in.slot)
-	if s.state.Load() != uint64(in.gen)<<1|1 {
-		return
-	}
 	r, n := s.r, s.n
-	if r == nil || r.runEpoch != s.epoch || n.Seq != s.seq || n.Flags&opcodes.FlagCanceling != 0 {
+	if s.state.Load() != uint64(in.gen)<<1|1 ||
+		r == nil || r.runEpoch != s.epoch || n.Seq != s.seq || n.Flags&opcodes.FlagCanceling != 0 {
+		if in.fn != nil { // SuccessOrRelease's values, which no step takes
+			l.callFunc(in.fn)
+		}
 		return
 	}
 	th := threadOf(n)

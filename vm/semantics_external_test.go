@@ -305,6 +305,54 @@ func TestSemResumerAfterCancel(t *testing.T) {
 	}
 }
 
+// SuccessOrRelease's release runs, on the loop, exactly when a completion
+// it accepted is dropped because the step ended before the loop took it;
+// not when the step takes the values, nor when the completion is refused.
+func TestSemResumerSuccessOrRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		endFirst, accepted bool
+		released           int
+	}{
+		{"delivered", false, true, 0},
+		{"dropped", true, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, root, f, res := semResumerWait()
+			released, onLoop := 0, true
+			release := func() { released++; onLoop = onLoop && l.IsSameThread() }
+			done := make(chan bool)
+			go func() { done <- res.SuccessOrRelease(release, vm.Str("resource")) }()
+			if <-done != tc.accepted {
+				t.Fatalf("accepted: %v, want %v", !tc.accepted, tc.accepted)
+			}
+			if tc.endFirst {
+				root.Cancel() // before the loop takes the completion
+			}
+			l.RunUntilIdle()
+			if released != tc.released || !onLoop {
+				t.Fatalf("release ran %d times (on the loop: %v), want %d", released, onLoop, tc.released)
+			}
+			if tc.endFirst {
+				if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
+					t.Fatalf("Future error = %v, want ErrCanceled", err)
+				}
+			} else if got := semOK(t, f); got.String(0) != "resource" {
+				t.Fatalf("the flow ended with %v", got.Values())
+			}
+			if res.SuccessOrRelease(release) {
+				t.Fatal("a second completion was accepted")
+			}
+			l.RunUntilIdle()
+			if released != tc.released {
+				t.Fatalf("a refused completion's release ran")
+			}
+			root.Release()
+			semClean(t, l)
+		})
+	}
+}
+
 // Only one of many goroutines racing to complete a step wins.
 func TestSemResumerRace(t *testing.T) {
 	l, _ := semLoop()
