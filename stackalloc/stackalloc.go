@@ -41,9 +41,14 @@ type List struct{ head *header }
 func Bytes(size uintptr) uintptr { return headerSize + size }
 
 // Alloc returns size zeroed bytes from a, 16-byte aligned, owned by owner.
-// destroy is stored with the allocation and handed back by Take.
+// destroy is stored with the allocation and handed back by Take. A size
+// whose header would not fit in a uintptr with it panics, as a size the
+// arena cannot hold does there.
 func (l *List) Alloc(a *arena.Arena, size uintptr, owner uint64, destroy uint32) unsafe.Pointer {
 	total := headerSize + size
+	if total < size {
+		panic("stackalloc: bad allocation size")
+	}
 	h := (*header)(a.Alloc(total))
 	h.next, h.owner, h.size, h.destroy = l.head, owner, total, destroy
 	l.head = h

@@ -114,3 +114,19 @@ func TestAllocZeroAllocs(t *testing.T) {
 		t.Fatalf("%d allocations in 1000 stack allocations, want 0", allocs)
 	}
 }
+
+// A size whose header does not fit with it in a uintptr panics: it used to
+// wrap to a small block whose header then overran the arena's next block.
+func TestAllocSizeOverflowPanics(t *testing.T) {
+	var a arena.Arena
+	a.Init(nil)
+	defer a.Release()
+	var l List
+	defer func() {
+		if p := recover(); p != "stackalloc: bad allocation size" {
+			t.Fatalf("recovered %v, want the bad size panic", p)
+		}
+	}()
+	l.Alloc(&a, ^uintptr(0)-15, 1, 1)
+	t.Fatal("Alloc returned")
+}

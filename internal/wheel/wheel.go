@@ -190,12 +190,17 @@ func (w *Wheel) Seal(now int64) {
 }
 
 // After returns the deadline d after now. The longest durations saturate
-// at math.MaxInt64 rather than wrap to the past.
+// at math.MaxInt64 rather than wrap to the past, and the most negative at
+// math.MinInt64 rather than wrap to the future.
 func After(now, d int64) int64 {
-	if at := now + d; d <= 0 || at >= now {
-		return at
+	at := now + d
+	switch {
+	case d > 0 && at < now:
+		return math.MaxInt64
+	case d < 0 && at > now:
+		return math.MinInt64
 	}
-	return math.MaxInt64
+	return at
 }
 
 // Unsealed reports whether timers added by AddAfter await a Seal.

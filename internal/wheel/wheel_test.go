@@ -268,6 +268,22 @@ func TestAddAfterSaturates(t *testing.T) {
 	}
 }
 
+// The most negative delay saturates too: its deadline is the earliest
+// time, so the timer is due at once instead of wrapping to the far future.
+// (After(-10, MinInt64) was 2^63-11.)
+func TestAddAfterSaturatesNegative(t *testing.T) {
+	const minInt64 = -1 << 63
+	if got := After(-10, minInt64); got != minInt64 {
+		t.Fatalf("After(-10, MinInt64) = %d, want MinInt64", got)
+	}
+	w := New(-1000, time.Millisecond)
+	w.AddAfter(minInt64, 1)
+	w.Seal(-10)
+	if got := popAll(w, 0); !equal(got, []uint64{1}) {
+		t.Fatalf("popped %v, want the timer at once", got)
+	}
+}
+
 func equal(a, b []uint64) bool {
 	if len(a) != len(b) {
 		return false
