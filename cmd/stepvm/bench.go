@@ -72,27 +72,37 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		return usagef("--run %q matches no workload", *filter)
 	}
 	// The memory profile is written after the run, but its file is
-	// created first: a bad path is a bad command line, reported before
-	// the benchmarks take their seconds each, not after all of them.
-	var memf *os.File
+	// opened first: a bad path is a bad command line, reported before
+	// the benchmarks take their seconds each, not after all of them. The
+	// files are emptied only once the command line is known good, so
+	// that a refused one leaves what they held.
+	var memf, cpuf *os.File
 	if *memprofile != "" {
-		if memf, err = os.Create(*memprofile); err != nil {
+		if memf, err = openProfile(*memprofile); err != nil {
 			return usageError{err}
 		}
 		defer memf.Close()
 	}
 	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
+		if cpuf, err = openProfile(*cpuprofile); err != nil {
 			return usageError{err}
 		}
-		defer f.Close()
+		defer cpuf.Close()
 		// Into one file, the CPU profile, written last, would replace
 		// the memory profile, and the run would end as if both were there.
-		if memf != nil && sameFile(f, memf) {
+		if memf != nil && sameFile(cpuf, memf) {
 			return usagef("--cpuprofile and --memprofile name the same file")
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
+	}
+	for _, f := range []*os.File{memf, cpuf} {
+		if f != nil {
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+		}
+	}
+	if cpuf != nil {
+		if err := pprof.StartCPUProfile(cpuf); err != nil {
 			return err
 		}
 		defer pprof.StopCPUProfile()
@@ -144,6 +154,12 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	printTable(stdout, rows, *benchtime)
 	return nil
+}
+
+// openProfile opens the file of a profile for writing, creating it if need
+// be, without emptying it yet.
+func openProfile(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o666)
 }
 
 func sameFile(a, b *os.File) bool {

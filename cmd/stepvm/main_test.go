@@ -314,9 +314,17 @@ func TestRunCorpusFileForms(t *testing.T) {
 // the two paths spell it.
 func TestBenchProfilesInOneFile(t *testing.T) {
 	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.prof")
+	if err := os.WriteFile(prof, []byte("kept"), 0o666); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := stepvm(t, "", "bench", "--run", "^Simple$", "--benchtime", "10ms",
-		"--memprofile", filepath.Join(dir, "p.prof"), "--cpuprofile", dir+"/./p.prof")
+		"--memprofile", prof, "--cpuprofile", dir+"/./p.prof")
 	if code != exitUsage || out != "" || errOut != "stepvm: --cpuprofile and --memprofile name the same file\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// Refused, the command leaves the file as it was (it used to empty it).
+	if b, err := os.ReadFile(prof); err != nil || string(b) != "kept" {
+		t.Errorf("the file holds %q (%v), want what it held", b, err)
 	}
 }
