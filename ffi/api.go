@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"math"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -166,35 +167,34 @@ func successAway(e *entry, gen uint32, args *C.FutoInArgs, cur C.uint32_t) {
 	// A refused success takes its values all the same: the custom objects
 	// among them are released at once, here or on the loop.
 	if res != (vm.Resumer{}) { // finishAway's common case, without its closure
-		var release func() // for objects the loop accepts and then drops
-		if hasObjects(vals[:n]) {
-			late, target := vals, e.ls
-			release = func() { releaseObjects(target, late[:n]) }
-		}
-		if !res.SuccessOrRelease(release, vals[:n]...) {
+		if !res.SuccessOrRelease(releaseLater(e.ls, vals[:n]), vals[:n]...) {
 			releaseObjects(ls, vals[:n])
 		}
 		return
 	}
 	late, target := vals, e.ls // the closure's own copy: vals stays on the stack
 	e.finishAway(gen, res, func(r vm.Resumer) {
-		release := func() { releaseObjects(target, late[:n]) }
-		if !r.SuccessOrRelease(release, late[:n]...) {
-			release()
+		if !r.SuccessOrRelease(releaseLater(target, late[:n]), late[:n]...) {
+			releaseObjects(target, late[:n])
 		}
 	})
 }
 
-// hasObjects reports whether vals hold custom objects.
-func hasObjects(vals []vm.Value) bool {
+// releaseLater returns what releases the custom objects among vals for
+// ls, when the loop drops the completion that carries them (see
+// vm.Resumer.SuccessOrRelease), or nil when vals hold none. It keeps a
+// copy of vals.
+func releaseLater(ls *loopState, vals []vm.Value) func() {
 	for _, v := range vals {
-		if v.Kind() == vm.KindAny {
-			if _, ok := v.Any().(*Object); ok {
-				return true
-			}
+		if v.Kind() != vm.KindAny {
+			continue
+		}
+		if _, ok := v.Any().(*Object); ok {
+			own := slices.Clone(vals)
+			return func() { releaseObjects(ls, own) }
 		}
 	}
-	return false
+	return nil
 }
 
 // releaseObjects releases the custom objects among vals, which no step

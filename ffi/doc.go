@@ -115,12 +115,11 @@
 // their cleanups at once. (One from another thread that the loop accepts
 // and then drops, as when the step times out before the loop takes the
 // completion, has the custom objects it made cleaned up as the loop drops
-// it.) Values lent to the calling C step that it passes
-// back stay as they are, a string with NULs in it too: they are stepvm's.
-// So does a custom object lent to
-// a C step whose call runs on, passed on by C code that stepvm runs during
-// that call (a cancel handler, the cleanup of stack memory): it is valid
-// until that call returns.
+// it.) Values lent to the calling C step that it passes back stay as they
+// are, a string with NULs in it too: they are stepvm's. So does a custom
+// object lent to a C step whose call runs on, passed on by C code that
+// stepvm runs during that call (a cancel handler, the cleanup of stack
+// memory): it is valid until that call returns.
 //
 // # Synchronization
 //

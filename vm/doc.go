@@ -145,9 +145,8 @@
 // A Loop belongs to one goroutine. Other goroutines hand it work through
 // Post and complete its steps through Resumers, which wake a sleeping Run
 // (and a foreign loop that drives Iterate, through WithWakeup's function);
-// they may also Close it, ask
-// IsSameThread, wait for a Future, move a ManualClock and make Mutexes,
-// Throttles and Limiters. The rest of the Loop's methods, and every
+// they may also Close it, ask IsSameThread, wait for a Future, move a
+// ManualClock and make Mutexes, Throttles and Limiters. The rest of the Loop's methods, and every
 // AsyncSteps method, belong to its goroutine. Run, RunUntilIdle and
 // Iterate do not nest: called from a step, handler or callback of the
 // same loop, they panic

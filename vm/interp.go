@@ -78,10 +78,11 @@ func (l *Loop) classify(r *root, p any, pd *pending) (outcome, string) {
 // runThread runs the next step of the thread task t names, then, while the
 // run queue is empty and the budget lasts, the steps the thread schedules
 // for itself. The budget counts steps and loop iterations alike: a loop's
-// iterations that end at once run back to back on the same budget. A Sync section entered at once runs whatever is queued and
-// however much budget is left: it is part of its OpSync step's round. The
-// thread stays the loop's current one (cur, curTh) after the turn: pass
-// restores them before it runs anything else.
+// iterations that end at once run back to back on the same budget. A Sync
+// section entered at once runs whatever is queued and however much budget
+// is left: it is part of its OpSync step's round. The thread stays the
+// loop's current one (cur, curTh) after the turn: pass restores them
+// before it runs anything else.
 //
 // Its loop is the interpreter's dispatch: each round executes the next
 // instruction of th. It is written out here rather than called, a call

@@ -114,9 +114,9 @@ type Loop struct {
 	// exits records the calls a runtime.Goexit out of user code abandoned,
 	// innermost first, for the next pass to recover (see goexit.go).
 	exits []goexit
-	// exitCur and exitCurTh are cur and curTh as a Goexit found them,
-	// which noteGoexit clears: the outermost abandoned call may be a step
-	// of that thread, and it is noted last.
+	// exitCur and exitCurTh are cur and curTh as a Goexit found them
+	// (leaveAbandoned clears those, recoverExits these): the outermost
+	// abandoned call may be a step of that thread, and it is noted last.
 	exitCur, exitCurTh uintptr
 }
 

@@ -276,32 +276,9 @@ func TestSemCancelIdleRoot(t *testing.T) {
 	}
 }
 
-// A cancel handler may not revive its step: Success through the handle
-// during cancel changes nothing.
-func TestSemCancelHandlerCannotComplete(t *testing.T) {
-	l, _ := semLoop()
-	root := l.NewSteps()
-	var log semLog
-	root.Add(func(as vm.AsyncSteps, _ vm.Args) {
-		as.SetCancel(func(c vm.AsyncSteps) {
-			log.add("cancel")
-			c.Success(vm.Int(1))
-		})
-	})
-	root.Add(log.step("next never"))
-	f := root.Promise()
-	l.RunUntilIdle()
-	root.Cancel()
-	l.RunUntilIdle()
-	semExpect(t, &log, "cancel")
-	if _, err := semResult(t, f); !errors.Is(err, vm.ErrCanceled) {
-		t.Fatalf("Future error = %v, want ErrCanceled", err)
-	}
-}
-
-// Calls through the handle of a step being torn down do nothing, Error
-// included: the cancel handler or destroy callback that makes them goes on
-// past them, and the flow ends canceled. (Error used to leave the callback
+// Calls through the handle of a step being torn down do nothing: a cancel
+// handler or destroy callback can neither revive its step with Success nor
+// fail it with Error; it goes on past the call, and the flow ends canceled. (Error used to leave the callback
 // there, skipping the rest of its cleanup.)
 func TestSemTeardownCallsThroughOwnHandleReturn(t *testing.T) {
 	for _, where := range []string{"cancel handler", "destroy callback"} {

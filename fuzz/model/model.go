@@ -22,9 +22,10 @@
 //     turn, and continues in the same turn when nothing else is queued, up
 //     to inlineBudget times (vm/doc.go, vm.Loop's comment); iterations
 //     that end on the spot run back to back on the same budget, the first
-//     of them as the instruction's own (iterate). A completion that a Resumer posts meanwhile, or a timer
-//     due in the pass that set it (a timeout or cancel of 0 ms, which
-//     prog.Generate never makes), reaches the flow after the turn.
+//     of them as the instruction's own (iterate). A completion that a
+//     Resumer posts meanwhile, or a timer due in the pass that set it (a
+//     timeout or cancel of 0 ms, which prog.Generate never makes), reaches
+//     the flow after the turn.
 //   - Completion is synchronous: a step's success ends it and every
 //     enclosing step whose sub-steps are done (vm/doc.go). But when that
 //     reaches the bottom of a thread (the root, or a branch) from inside
